@@ -1,0 +1,46 @@
+# `make demo` and `make test` each set up .venv on first use, then run.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-test
+BENCH_STAMP := $(VENV)/.installed-bench
+export JITFLOW_CACHE_DIR ?= $(CURDIR)/.cache/jitflow
+export OPENBLAS_NUM_THREADS ?= 1
+export PYTHONHASHSEED ?= 0
+
+.PHONY: all install test demo bench bench-quick lint clean
+
+all: test
+
+$(STAMP): pyproject.toml setup.cfg
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup tests
+
+demo: $(STAMP)
+	@for f in examples/*.py; do \
+	  echo "== $$f"; $(BIN)/python $$f || exit 1; \
+	done
+
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[test,bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
+	$(BIN)/python benchmarks/run.py
+
+bench-quick: $(BENCH_STAMP)
+	$(BIN)/python benchmarks/run.py --quick
+
+lint: $(STAMP)
+	$(BIN)/python -m pip install -q ruff
+	$(BIN)/python -m ruff check jitflow tests examples benchmarks
+
+clean:
+	rm -rf $(VENV) .cache build *.egg-info .pytest_cache

@@ -1,0 +1,91 @@
+"""jitflow: the TensorFlow 1 graph API, compiled to fused native kernels with Numba.
+
+`import jitflow as tf` (or `import jitflow.compat.v1 as tf`) and run a TF1 graph program.
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from jitflow import dtypes, errors  # noqa: E402
+from jitflow.dtypes import (  # noqa: E402,F401
+    DType, as_dtype, bool, double, float16, float32, float64, half, int8, int16, int32, int64,
+    string, uint8,
+)
+from jitflow.graph import (  # noqa: E402,F401
+    Graph, GraphKeys, Operation, Tensor, control_dependencies, convert_to_tensor,
+    get_default_graph, name_scope, reset_default_graph,
+)
+from jitflow.shapes import Dimension, TensorShape  # noqa: E402,F401
+from jitflow import ops as _ops  # noqa: E402
+from jitflow.ops import *  # noqa: E402,F401,F403
+from jitflow.session import InteractiveSession, Session, get_default_session  # noqa: E402,F401
+from jitflow import nn, math, losses, random, linalg, initializers  # noqa: E402,F401
+from jitflow import compat  # noqa: E402,F401
+
+
+def get_collection(key: str, scope=None) -> list:
+    """`tf.get_collection` on the default graph."""
+    return get_default_graph().get_collection(key, scope)
+
+
+def get_collection_ref(key: str) -> list:
+    return get_default_graph().get_collection_ref(key)
+
+
+def add_to_collection(name: str, value) -> None:
+    get_default_graph().add_to_collection(name, value)
+
+
+def add_to_collections(names, value) -> None:
+    get_default_graph().add_to_collections(names, value)
+
+
+def set_random_seed(seed) -> None:
+    """Set the graph-level seed of the default graph (random ops then repeat per session)."""
+    get_default_graph().seed = None if seed is None else int(seed)
+
+
+def disable_v2_behavior() -> None:
+    """Accepted for compatibility: jitflow is always TF1 graph mode."""
+
+
+def disable_eager_execution() -> None:
+    """Accepted for compatibility: jitflow never runs eagerly."""
+
+
+def enable_eager_execution(*args, **kwargs) -> None:
+    raise NotImplementedError("jitflow runs TF1 graph mode only; eager execution is not "
+                              "supported")
+
+
+def executing_eagerly() -> bool:
+    return False
+
+
+def get_seed(op_seed):
+    g = get_default_graph().seed
+    return g, op_seed
+
+
+def device(name):
+    """Accepted for compatibility; placement is the backend's choice."""
+    return get_default_graph().device(name)
+
+
+class ConfigProto:
+    """Accepted for compatibility; options that matter to jitflow are Session arguments."""
+
+    def __init__(self, **kwargs) -> None:
+        self.__dict__.update(kwargs)
+
+
+class GPUOptions(ConfigProto):
+    pass
+
+
+class RunOptions(ConfigProto):
+    pass
+
+
+class RunMetadata(ConfigProto):
+    pass

@@ -1,0 +1,116 @@
+"""The reference backend: runs a plan op by op with each op's NumPy reference.
+
+It is the oracle for every compiled result and the fallback for ops without a code generator.
+Variable writes go to a pending overlay that is committed only when the whole run succeeds,
+so a failed run leaves every variable unchanged.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from jitflow import errors
+from jitflow.compiler.plan import Plan
+
+__all__ = ["Interpreter", "RunContext", "run_op_reference"]
+
+
+class RunContext:
+    """What stateful references see: the session's variables (with pending writes) and RNGs."""
+
+    __slots__ = ("session", "pending")
+
+    def __init__(self, session) -> None:
+        self.session = session
+        self.pending: dict = {}
+
+    def read_var(self, var_op):
+        v = self.pending.get(var_op)
+        if v is None:
+            v = self.session._state.get(var_op)
+            if v is None:
+                raise errors.FailedPreconditionError(
+                    None, var_op, f"Attempting to use uninitialized value {var_op.name}\n\t "
+                                  f"[[node {var_op.name}]]")
+        return v
+
+    def write_var(self, var_op, value):
+        value = np.asarray(value, dtype=var_op.attrs["dtype"].as_numpy_dtype)
+        self.pending[var_op] = value
+        return value
+
+    def is_initialized(self, var_op) -> bool:
+        return var_op in self.pending or var_op in self.session._state
+
+    def rng(self, op) -> np.random.Generator:
+        return self.session._rng_for(op)
+
+    def commit(self) -> None:
+        if self.pending:
+            self.session._commit_state(self.pending)
+
+
+def run_op_reference(op, args, ctx: RunContext):
+    """Run one op's reference; returns a tuple with one array per output."""
+    d = op.op_def
+    out = d.ref(op, *args, ctx=ctx) if d.needs_ctx else d.ref(op, *args)
+    if not isinstance(out, tuple):
+        out = (out,)
+    result = []
+    for t, v in zip(op.outputs, out):
+        npd = t.dtype.as_numpy_dtype
+        if not isinstance(v, (np.ndarray, np.generic)) or v.dtype != npd:
+            v = np.asarray(v, dtype=npd)
+        result.append(v)
+    return result
+
+
+def _resolve(t, env, ctx, needs_ctx: bool):
+    if t.op.type == "VariableV2" and t not in env:
+        return t.op if needs_ctx else ctx.read_var(t.op)
+    return env[t]
+
+
+class _Executable:
+    __slots__ = ("plan", "feeds")
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+
+    def __call__(self, feed_values, session):
+        plan = self.plan
+        env = dict(zip(plan.feeds, feed_values))
+        ctx = RunContext(session)
+        with np.errstate(all="ignore"):
+            for op in plan.ops:
+                d = op.op_def
+                if op.type == "VariableV2":
+                    continue  # a reference: consumers read the value when they run
+                args = [_resolve(t, env, ctx, d.needs_ctx) for t in op.inputs]
+                try:
+                    outs = run_op_reference(op, args, ctx)
+                except errors.OpError:
+                    raise
+                except (ValueError, IndexError, TypeError, ZeroDivisionError,
+                        OverflowError) as e:
+                    raise errors.InvalidArgumentError(
+                        None, op, f"{e}\n\t [[node {op.name} ({op.type})]]") from e
+                for t, v in zip(op.outputs, outs):
+                    if t not in env:  # a fed output keeps its fed value
+                        env[t] = v
+            results = []
+            for t in plan.fetches:
+                if t.op.type == "VariableV2" and t not in env:
+                    results.append(np.array(ctx.read_var(t.op), copy=True))
+                else:
+                    results.append(env[t])
+        ctx.commit()
+        return results
+
+
+class Interpreter:
+    """Backend that executes plans with the NumPy references."""
+
+    name = "interpreter"
+
+    def compile(self, plan: Plan) -> _Executable:
+        return _Executable(plan)

@@ -1,0 +1,427 @@
+"""Session, InteractiveSession and the default-session stack.
+
+`Session.run` maps the fetches (any nesting of list/tuple/namedtuple/dict), checks the feeds,
+finds (or builds) the plan for this run signature, hands it to the backend and rebuilds the
+fetch structure. Everything but the feed checks and the backend call is memoized per
+signature, so a warm run does a few dict lookups.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from jitflow import errors
+from jitflow.compiler.plan import build_plan
+from jitflow.graph import Graph, GraphElementError, Operation, Tensor, get_default_graph
+
+__all__ = ["Session", "InteractiveSession", "get_default_session", "register_backend"]
+
+
+# -- backends ---------------------------------------------------------------------------------
+_BACKENDS: dict[str, Callable[[], Any]] = {}
+
+
+def register_backend(name: str, factory: Callable[[], Any]) -> None:
+    """Make `Session(backend=name)` available; `factory()` returns an object with `compile`."""
+    _BACKENDS[name] = factory
+
+
+def _interpreter_factory():
+    from jitflow.interpreter import Interpreter
+    return Interpreter()
+
+
+register_backend("interpreter", _interpreter_factory)
+
+
+def default_backend_name() -> str:
+    name = os.environ.get("JITFLOW_BACKEND")
+    if name:
+        return name
+    return "numba" if "numba" in _BACKENDS else "interpreter"
+
+
+def _make_backend(name: Optional[str]):
+    name = name or default_backend_name()
+    try:
+        factory = _BACKENDS[name]
+    except KeyError:
+        raise ValueError(f"Unknown jitflow backend {name!r}; available: "
+                         f"{', '.join(sorted(_BACKENDS))}") from None
+    return factory()
+
+
+# -- default sessions ---------------------------------------------------------------------------
+_local = threading.local()
+
+
+def _session_stack() -> list:
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = []
+    return stack
+
+
+def get_default_session() -> Optional["Session"]:
+    """The innermost session entered with `as_default()` (or `with Session()`) in this thread."""
+    stack = _session_stack()
+    return stack[-1] if stack else None
+
+
+def _clear_default_sessions() -> None:
+    _session_stack().clear()
+
+
+def _session_for(session, graph: Graph, what: str) -> "Session":
+    if session is None:
+        session = get_default_session()
+        if session is None:
+            raise ValueError(f"Cannot {what} using `eval()`: No default session is registered. "
+                             "Use `with sess.as_default()` or pass an explicit session to "
+                             "`eval(session=sess)`")
+    if session.graph is not graph:
+        raise ValueError(f"Cannot use the given session to {what}: the graph of the element is "
+                         "different from the session's graph.")
+    return session
+
+
+# -- fetch mapping --------------------------------------------------------------------------------
+def _is_namedtuple(x) -> bool:
+    return isinstance(x, tuple) and hasattr(x, "_fields")
+
+
+def _fetch_key(fetches):
+    """A hashable key describing the fetch structure and its elements."""
+    if isinstance(fetches, (Tensor, Operation, str)):
+        return fetches
+    if isinstance(fetches, (list, tuple)):
+        return (type(fetches), tuple(_fetch_key(f) for f in fetches))
+    if isinstance(fetches, dict):
+        return (type(fetches), tuple((k, _fetch_key(v)) for k, v in fetches.items()))
+    if fetches is None:
+        raise TypeError(f"Fetch argument {fetches!r} has invalid type {type(fetches)!r}")
+    try:
+        hash(fetches)
+    except TypeError:
+        raise TypeError(f"Fetch argument {fetches!r} has invalid type {type(fetches)!r}, must "
+                        "be a string or Tensor.") from None
+    return ("obj", fetches)
+
+
+class _FetchMapper:
+    """Flattens a fetch structure into unique graph elements and rebuilds results."""
+
+    def __init__(self, graph: Graph, fetches) -> None:
+        self.tensors: list = []   # unique tensors to compute
+        self.targets: list = []   # unique operations to run
+        self._index: dict = {}
+        self.build = self._map(graph, fetches)
+
+    def _element(self, graph: Graph, fetch):
+        try:
+            el = graph.as_graph_element(fetch, allow_tensor=True, allow_operation=True)
+        except GraphElementError as e:
+            raise GraphElementError(f"Fetch argument {fetch!r} cannot be interpreted as a "
+                                    f"Tensor. ({e})") from None
+        except TypeError as e:
+            raise TypeError(f"Fetch argument {fetch!r} has invalid type {type(fetch)!r}, must "
+                            f"be a string or Tensor. ({e})") from None
+        except (ValueError, KeyError) as e:
+            msg = e.args[0] if e.args else str(e)
+            raise GraphElementError(f"Fetch argument {fetch!r} cannot be interpreted as a "
+                                    f"Tensor. ({msg})") from None
+        if isinstance(el, Tensor):
+            if el not in self._index:
+                self._index[el] = len(self.tensors)
+                self.tensors.append(el)
+            i = self._index[el]
+            return lambda vals: vals[i]
+        if el not in self.targets:
+            self.targets.append(el)
+        return lambda vals: None
+
+    def _map(self, graph, fetches):
+        if fetches is None:
+            raise TypeError(f"Fetch argument {fetches!r} has invalid type {type(fetches)!r}")
+        if isinstance(fetches, (list, tuple)):
+            subs = [self._map(graph, f) for f in fetches]
+            if _is_namedtuple(fetches):
+                cls = type(fetches)
+                return lambda vals: cls(*[s(vals) for s in subs])
+            if isinstance(fetches, tuple):
+                return lambda vals: tuple(s(vals) for s in subs)
+            return lambda vals: [s(vals) for s in subs]
+        if isinstance(fetches, dict):
+            items = [(k, self._map(graph, v)) for k, v in fetches.items()]
+            cls = type(fetches)
+            if cls is dict:
+                return lambda vals: {k: s(vals) for k, s in items}
+            return lambda vals: cls((k, s(vals)) for k, s in items)
+        return self._element(graph, fetches)
+
+
+class _RunSpec:
+    """Everything memoized for one run signature."""
+
+    __slots__ = ("mapper", "feeds", "checks", "plan", "executable", "feed_pos", "fetch_pos")
+
+    def __init__(self, session: "Session", mapper: _FetchMapper, feeds: list) -> None:
+        self.mapper = mapper
+        self.feeds = feeds
+        self.checks = [_feed_check(t) for t in feeds]
+        self.plan = build_plan(session.graph, mapper.tensors, mapper.targets, feeds)
+        pos = {t: i for i, t in enumerate(feeds)}
+        self.feed_pos = [pos[t] for t in self.plan.feeds]
+        # Fetched tensors that are fed come straight from the feed values.
+        self.fetch_pos = [pos.get(t) for t in mapper.tensors]
+        for op in self.plan.ops:
+            if op.type == "Placeholder" and any(o not in pos for o in op.outputs):
+                op.op_def.ref(op)  # raises InvalidArgumentError naming the placeholder
+        self.executable = session._backend.compile(self.plan)
+
+
+def _feed_check(t: Tensor):
+    """A function converting one fed value to `t`'s dtype and checking its static shape."""
+    npd = np.dtype(t.dtype.as_numpy_dtype)
+    dims = t.shape.as_tuple()
+    name = t.name
+    shape_str = str(t.shape)
+
+    def check(value):
+        if isinstance(value, Tensor) or hasattr(value, "_to_tensor"):
+            raise TypeError("The value of a feed cannot be a tf.Tensor object. Acceptable feed "
+                            "values include Python scalars, strings, lists, numpy ndarrays, or "
+                            "TensorHandles.")
+        if type(value) is np.ndarray and value.dtype == npd:
+            arr = value
+        else:
+            try:
+                arr = np.asarray(value, dtype=npd)
+            except (TypeError, ValueError) as e:
+                raise ValueError(f"Cannot feed value {value!r} for Tensor '{name}' of dtype "
+                                 f"{t.dtype.name}: {e}") from None
+        if dims is not None:
+            shp = arr.shape
+            if len(shp) != len(dims) or any(d is not None and d != s
+                                            for d, s in zip(dims, shp)):
+                raise ValueError(f"Cannot feed value of shape {shp!r} for Tensor '{name}', "
+                                 f"which has shape '{shape_str}'")
+        return arr
+
+    return check
+
+
+def _as_result(v):
+    if isinstance(v, np.ndarray) and v.ndim == 0:
+        return v[()]
+    return v
+
+
+# -- Session ----------------------------------------------------------------------------------
+class Session:
+    """Runs graph fragments; owns the values of variables for its graph."""
+
+    def __init__(self, target: str = "", graph: Optional[Graph] = None, config=None,
+                 backend: Optional[str] = None) -> None:
+        self._graph = graph if graph is not None else get_default_graph()
+        self._target = target
+        self._config = config
+        self._closed = False
+        self._state: dict = {}
+        self._rngs: dict = {}
+        self._specs: dict = {}
+        self._backend = _make_backend(backend)
+        self._default_ctx: list = []
+        self._lock = threading.RLock()
+
+    # -- properties -----------------------------------------------------------------------
+    @property
+    def graph(self) -> Graph:
+        return self._graph
+
+    @property
+    def graph_def(self):
+        return self._graph.as_graph_def() if hasattr(self._graph, "as_graph_def") else None
+
+    @property
+    def sess_str(self) -> str:
+        return self._target
+
+    @property
+    def backend(self) -> str:
+        return self._backend.name
+
+    # -- context management ------------------------------------------------------------------
+    def as_default(self):
+        """A context manager making this session the default one."""
+        return _DefaultSession(self)
+
+    def __enter__(self) -> "Session":
+        g = self._graph.as_default()
+        s = self.as_default()
+        g.__enter__()
+        s.__enter__()
+        self._default_ctx.append((g, s))
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        g, s = self._default_ctx.pop()
+        s.__exit__(exc_type, exc, tb)
+        g.__exit__(exc_type, exc, tb)
+        self.close()
+
+    def close(self) -> None:
+        self._closed = True
+        self._specs.clear()
+
+    def __del__(self) -> None:
+        try:
+            self._closed = True
+        except Exception:  # noqa: BLE001  (interpreter shutdown)
+            pass
+
+    # -- running ----------------------------------------------------------------------------
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        """Compute `fetches` given `feed_dict`; returns values in the structure of `fetches`."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        if feed_dict:
+            key = (_fetch_key(fetches), tuple(feed_dict))
+        else:
+            key = (_fetch_key(fetches), ())
+        spec = self._specs.get(key)
+        if spec is None:
+            spec = self._make_spec(fetches, feed_dict)
+            self._specs[key] = spec
+        if feed_dict:
+            vals = [chk(v) for chk, v in zip(spec.checks, feed_dict.values())]
+        else:
+            vals = []
+        return spec.mapper.build(self._execute(spec, vals))
+
+    def _execute(self, spec: _RunSpec, vals: list) -> list:
+        if spec.plan.ops or spec.plan.fetches:
+            out = spec.executable([vals[i] for i in spec.feed_pos], self)
+        else:
+            out = []
+        results = []
+        for t_pos, v in zip(spec.fetch_pos, out):
+            results.append(_as_result(vals[t_pos] if t_pos is not None else v))
+        return results
+
+    def _make_spec(self, fetches, feed_dict) -> _RunSpec:
+        graph = self._graph
+        mapper = _FetchMapper(graph, fetches)
+        feeds = []
+        for k in (feed_dict or {}):
+            if hasattr(k, "_as_graph_element") and not isinstance(k, (Tensor, Operation)):
+                k = k._as_graph_element()
+            try:
+                t = graph.as_graph_element(k, allow_tensor=True, allow_operation=False)
+            except Exception as e:  # noqa: BLE001  (TF1 turns every failure into TypeError)
+                msg = e.args[0] if e.args else str(e)
+                raise TypeError(f"Cannot interpret feed_dict key as Tensor: {msg}") from None
+            if t in feeds:
+                raise ValueError(f"Tensor {t.name} is fed twice in feed_dict")
+            feeds.append(t)
+        return _RunSpec(self, mapper, feeds)
+
+    def make_callable(self, fetches, feed_list=None, accept_options: bool = False):
+        """A function of the `feed_list` values (positional) returning `fetches`' values."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        feed_dict = {f: None for f in (feed_list or [])}
+        spec = self._make_spec(fetches, feed_dict)
+        checks, build, execute = spec.checks, spec.mapper.build, self._execute
+        n = len(checks)
+
+        def runner(*args, **kwargs):
+            if self._closed:
+                raise RuntimeError("Attempted to use a closed Session.")
+            if len(args) != n:
+                raise TypeError(f"callable expects {n} feed values, got {len(args)}")
+            return build(execute(spec, [c(a) for c, a in zip(checks, args)]))
+
+        runner.spec = spec
+        return runner
+
+    # -- variable state ----------------------------------------------------------------------
+    def _commit_state(self, pending: dict) -> None:
+        self._state.update(pending)
+
+    def _load_variable(self, var_op, value) -> None:
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        dtype = var_op.attrs["dtype"].as_numpy_dtype
+        arr = np.array(value, dtype=dtype, copy=True)
+        shape = var_op.attrs["shape"]
+        if not shape.is_compatible_with(arr.shape):
+            raise ValueError(f"Cannot load value of shape {arr.shape} into variable "
+                             f"'{var_op.name}', which has shape '{shape}'")
+        self._commit_state({var_op: arr})
+
+    def _rng_for(self, op) -> np.random.Generator:
+        rng = self._rngs.get(op)
+        if rng is None:
+            graph_seed = op.graph.seed
+            op_seed = op.attrs.get("seed")
+            if graph_seed is None and not op_seed:
+                rng = np.random.default_rng()
+            else:
+                seed = [graph_seed if graph_seed is not None else 87654321,
+                        op_seed if op_seed else op._id]
+                rng = np.random.default_rng(seed)
+            self._rngs[op] = rng
+        return rng
+
+    def list_devices(self) -> list:
+        return []
+
+
+class _DefaultSession:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def __enter__(self) -> Session:
+        _session_stack().append(self.session)
+        return self.session
+
+    def __exit__(self, *exc) -> None:
+        stack = _session_stack()
+        for i in range(len(stack) - 1, -1, -1):
+            if stack[i] is self.session:
+                del stack[i]
+                break
+
+
+class InteractiveSession(Session):
+    """A session that installs itself (and its graph) as the default on construction."""
+
+    _active = 0
+
+    def __init__(self, target: str = "", graph: Optional[Graph] = None, config=None,
+                 backend: Optional[str] = None) -> None:
+        super().__init__(target, graph, config, backend)
+        if InteractiveSession._active:
+            warnings.warn("An interactive session is already active. This can cause out-of-"
+                          "memory errors in some cases. You must explicitly call "
+                          "`InteractiveSession.close()` to release resources held by the other "
+                          "session(s).", stacklevel=2)
+        InteractiveSession._active += 1
+        self._graph_ctx = self._graph.as_default()
+        self._graph_ctx.__enter__()
+        self._sess_ctx = self.as_default()
+        self._sess_ctx.__enter__()
+        self._interactive_open = True
+
+    def close(self) -> None:
+        super().close()
+        if getattr(self, "_interactive_open", False):
+            self._interactive_open = False
+            InteractiveSession._active -= 1
+            self._sess_ctx.__exit__(None, None, None)
+            self._graph_ctx.__exit__(None, None, None)

@@ -1,0 +1,233 @@
+"""Static shapes with unknown (`None`) dimensions, as TF1's TensorShape and Dimension."""
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+__all__ = ["Dimension", "TensorShape", "as_shape", "unknown_shape", "broadcast_static"]
+
+
+class Dimension:
+    """One static dimension; `value` is an int or None (unknown)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value) -> None:
+        if isinstance(value, Dimension):
+            value = value.value
+        if value is not None:
+            value = int(value)
+            if value < 0:
+                raise ValueError(f"Dimension {value} must be >= 0")
+        self.value = value
+
+    def __int__(self) -> int:
+        if self.value is None:
+            raise TypeError("Cannot convert an unknown Dimension to an int")
+        return self.value
+
+    __index__ = __int__
+
+    def __eq__(self, other) -> Optional[bool]:
+        other = other.value if isinstance(other, Dimension) else other
+        if self.value is None or other is None:
+            return None
+        return self.value == other
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return None if eq is None else not eq
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def is_compatible_with(self, other) -> bool:
+        other = as_dim_value(other)
+        return self.value is None or other is None or self.value == other
+
+    def merge_with(self, other) -> "Dimension":
+        other = as_dim_value(other)
+        if not self.is_compatible_with(other):
+            raise ValueError(f"Dimensions {self} and {other} are not compatible")
+        return Dimension(self.value if self.value is not None else other)
+
+    def __repr__(self) -> str:
+        return f"Dimension({self.value})"
+
+    def __str__(self) -> str:
+        return "?" if self.value is None else str(self.value)
+
+
+def as_dim_value(d):
+    return d.value if isinstance(d, Dimension) else (None if d is None else int(d))
+
+
+class TensorShape:
+    """A static shape: `dims` is a tuple of int-or-None, or None for an unknown rank."""
+
+    __slots__ = ("_dims",)
+
+    def __init__(self, dims) -> None:
+        if dims is None:
+            self._dims = None
+        elif isinstance(dims, TensorShape):
+            self._dims = dims._dims
+        else:
+            if isinstance(dims, (int, Dimension)):
+                dims = [dims]
+            self._dims = tuple(as_dim_value(d) for d in dims)
+
+    # -- queries ---------------------------------------------------------------------------
+    @property
+    def dims(self):
+        return None if self._dims is None else [Dimension(d) for d in self._dims]
+
+    @property
+    def ndims(self) -> Optional[int]:
+        return None if self._dims is None else len(self._dims)
+
+    rank = ndims
+
+    def as_list(self) -> list:
+        if self._dims is None:
+            raise ValueError("as_list() is not defined on an unknown TensorShape.")
+        return list(self._dims)
+
+    def as_tuple(self):
+        """The dims as a tuple of int-or-None (None for an unknown rank)."""
+        return self._dims
+
+    def is_fully_defined(self) -> bool:
+        return self._dims is not None and all(d is not None for d in self._dims)
+
+    def num_elements(self) -> Optional[int]:
+        if not self.is_fully_defined():
+            return None
+        n = 1
+        for d in self._dims:
+            n *= d
+        return n
+
+    def is_compatible_with(self, other) -> bool:
+        other = as_shape(other)
+        if self._dims is None or other._dims is None:
+            return True
+        if len(self._dims) != len(other._dims):
+            return False
+        return all(a is None or b is None or a == b for a, b in zip(self._dims, other._dims))
+
+    def merge_with(self, other) -> "TensorShape":
+        other = as_shape(other)
+        if self._dims is None:
+            return other
+        if other._dims is None:
+            return self
+        if not self.is_compatible_with(other):
+            raise ValueError(f"Shapes {self} and {other} are not compatible")
+        return TensorShape([a if a is not None else b for a, b in zip(self._dims, other._dims)])
+
+    def assert_is_compatible_with(self, other) -> None:
+        if not self.is_compatible_with(other):
+            raise ValueError(f"Shapes {self} and {as_shape(other)} are incompatible")
+
+    def with_rank(self, rank: int) -> "TensorShape":
+        if self._dims is None:
+            return TensorShape([None] * rank)
+        if len(self._dims) != rank:
+            raise ValueError(f"Shape {self} must have rank {rank}")
+        return self
+
+    def concatenate(self, other) -> "TensorShape":
+        other = as_shape(other)
+        if self._dims is None or other._dims is None:
+            return TensorShape(None)
+        return TensorShape(self._dims + other._dims)
+
+    # -- python protocol -------------------------------------------------------------------
+    def __len__(self) -> int:
+        if self._dims is None:
+            raise ValueError("Cannot take the length of a shape with unknown rank.")
+        return len(self._dims)
+
+    def __iter__(self):
+        if self._dims is None:
+            raise ValueError("Cannot iterate over a shape with unknown rank.")
+        return iter(Dimension(d) for d in self._dims)
+
+    def __getitem__(self, key):
+        if self._dims is None:
+            return TensorShape(None) if isinstance(key, slice) else Dimension(None)
+        if isinstance(key, slice):
+            return TensorShape(self._dims[key])
+        return Dimension(self._dims[key])
+
+    def __bool__(self) -> bool:
+        return self._dims is not None
+
+    def __eq__(self, other) -> bool:
+        try:
+            other = as_shape(other)
+        except (TypeError, ValueError):
+            return NotImplemented
+        return self._dims == other._dims
+
+    def __ne__(self, other) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __hash__(self) -> int:
+        return hash(self._dims)
+
+    def __repr__(self) -> str:
+        if self._dims is None:
+            return "TensorShape(None)"
+        return f"TensorShape({list(self._dims)!r})"
+
+    def __str__(self) -> str:
+        if self._dims is None:
+            return "<unknown>"
+        inner = ", ".join("?" if d is None else str(d) for d in self._dims)
+        return f"({inner},)" if len(self._dims) == 1 else f"({inner})"
+
+
+def as_shape(shape) -> TensorShape:
+    """Convert a TensorShape, list/tuple of int-or-None, or None to a TensorShape."""
+    return shape if isinstance(shape, TensorShape) else TensorShape(shape)
+
+
+def unknown_shape(rank: Optional[int] = None) -> TensorShape:
+    return TensorShape(None if rank is None else [None] * rank)
+
+
+def broadcast_static(a: TensorShape, b: TensorShape, what: str = "") -> TensorShape:
+    """NumPy broadcasting of two static shapes; raises ValueError when they can never match."""
+    if a._dims is None or b._dims is None:
+        return TensorShape(None)
+    x, y = a._dims, b._dims
+    n = max(len(x), len(y))
+    x = (1,) * (n - len(x)) + x
+    y = (1,) * (n - len(y)) + y
+    out: list = []
+    for p, q in zip(x, y):
+        if p == 1:
+            out.append(q)
+        elif q == 1:
+            out.append(p)
+        elif p is None:
+            out.append(q)
+        elif q is None or p == q:
+            out.append(p)
+        else:
+            raise ValueError(
+                f"Dimensions must be equal, but are {p} and {q}{what} with input shapes: "
+                f"{_tf_str(a)}, {_tf_str(b)}.")
+    return TensorShape(out)
+
+
+def _tf_str(s: TensorShape) -> str:
+    return "?" if s._dims is None else "[" + ",".join(
+        "?" if d is None else str(d) for d in s._dims) + "]"
+
+
+def shape_tf_str(shape: Iterable) -> str:
+    """TF's bracket form used in messages: [?,2]."""
+    return _tf_str(as_shape(shape))

@@ -1,0 +1,36 @@
+"""Shared fixtures: a fresh default graph per test and the backend parametrization."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("JITFLOW_CACHE_DIR", os.path.join(os.path.dirname(__file__), "..",
+                                                         ".cache", "jitflow-tests"))
+
+import jitflow as tf  # noqa: E402
+from jitflow.session import _BACKENDS  # noqa: E402
+
+
+def available_backends() -> list:
+    return [b for b in ("interpreter", "numba") if b in _BACKENDS]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_graph():
+    """Every test starts with an empty default graph and no default session."""
+    from jitflow.session import _clear_default_sessions
+    from jitflow.graph import _graph_stack
+    _graph_stack().clear()
+    _clear_default_sessions()
+    tf.reset_default_graph()
+    yield
+    _graph_stack().clear()
+    _clear_default_sessions()
+
+
+@pytest.fixture(params=available_backends())
+def backend(request, monkeypatch) -> str:
+    """Run the test once per backend; `tf.Session()` picks it up from JITFLOW_BACKEND."""
+    monkeypatch.setenv("JITFLOW_BACKEND", request.param)
+    return request.param
