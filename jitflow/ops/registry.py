@@ -17,7 +17,30 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Union
 
-__all__ = ["OpDef", "register", "get_op_def", "REGISTRY", "all_op_defs"]
+__all__ = ["OpDef", "Example", "register", "get_op_def", "REGISTRY", "all_op_defs"]
+
+
+@dataclass
+class Example:
+    """One sample use of an op, from which the registry-generated tests are made.
+
+    `build(*inputs)` makes the op from placeholders through the public API; `expect(*arrays)`
+    computes the same result independently with NumPy (None: skip the value check, e.g. for
+    random ops); `inputs` are the input shapes; `domain` picks the random input values:
+    "real" (standard normal), "positive" (0.5..2), "unit" (-0.9..0.9), "nonzero" (|x| in
+    0.5..2), "int" (small integers), "index" (0..index_max), "bool". `grad=False` leaves the
+    example out of the finite-difference gradient test. `kwargs` are recorded for the test id.
+    """
+
+    build: Callable
+    inputs: list
+    expect: Optional[Callable] = None
+    dtypes: tuple = ("float32", "float64")
+    domain: Union[str, tuple] = "real"
+    grad: bool = True
+    index_max: int = 3
+    rtol: float = 1e-5
+    id: str = ""
 
 
 @dataclass
@@ -32,8 +55,7 @@ class OpDef:
     stateful: bool = False
     needs_ctx: bool = False
     default_name: str = ""
-    # Test generation hints: sample input shapes/dtypes/attrs for the registry-generated tests.
-    examples: list = field(default_factory=list)
+    examples: list = field(default_factory=list)  # [Example, ...] for the generated tests
     doc: str = ""
 
     def __post_init__(self) -> None:
