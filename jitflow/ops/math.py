@@ -2,6 +2,18 @@
 
 Binary ops broadcast as NumPy does; their gradients sum back over the broadcast axes through
 `unbroadcast`, the one helper all of them share.
+
+Templates. An elementwise op's `template` is one scalar expression in Python/Numba syntax that
+the code generator substitutes into its loops. It may use
+- `{0}`, `{1}`, `{2}`: the input values (already loaded scalars, so repeating them is free);
+- `{dtype}`: the NumPy type name of the op's output dtype (`float32`, `int64`, `bool_`), so a
+  constant is written typed, `np.{dtype}(0.5)`: a bare float literal would promote float32
+  math to float64;
+- `math.*` scalar functions (`math.exp`, `math.log`, `math.tanh`, `math.log1p`, ...; the code
+  generator maps exp/log/tanh to its vectorized helpers), `np.*` scalar functions and ufuncs
+  (`np.floor`, `np.rint`, `np.isnan`, `np.maximum`, ...), and the builtins `abs`, `min`, `max`;
+- conditional expressions (`({1} if {0} else {2})`).
+A callable template `template(op) -> str` picks the expression from the op (e.g. by dtype).
 """
 from __future__ import annotations
 
@@ -11,27 +23,72 @@ import numpy as np
 
 from jitflow import dtypes as _dtypes
 from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
-from jitflow.ops.registry import register
-from jitflow.shapes import broadcast_static
+from jitflow.ops.registry import Example, register
+from jitflow.shapes import TensorShape, broadcast_static
 
-__all__ = ["cast", "add", "subtract", "multiply", "negative", "square", "unbroadcast", "binary_op",
-           "unary_op", "truediv", "divide", "realdiv"]
+__all__ = [
+    "cast", "add", "subtract", "multiply", "negative", "square", "unbroadcast", "binary_op",
+    "unary_op", "truediv", "divide", "realdiv", "div", "div_no_nan", "add_n", "stop_gradient",
+    "floordiv", "floor_div", "mod", "floormod", "pow", "abs", "sign", "sqrt", "rsqrt",
+    "reciprocal", "exp", "log", "log1p", "expm1", "sin", "cos", "tan", "tanh", "sigmoid",
+    "log_sigmoid", "maximum", "minimum", "squared_difference", "floor", "ceil", "round", "rint",
+    "is_nan", "is_finite", "is_inf", "clip_by_value", "equal", "not_equal", "less",
+    "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_not",
+    "logical_xor", "where", "where_v2", "scalar_mul", "to_float", "to_double", "to_int32",
+    "to_int64",
+]
+
+NAMESPACES = {
+    "math": [
+        "add", "subtract", "multiply", "negative", "square", "truediv", "divide", "div_no_nan",
+        "add_n", "floordiv", "floormod", "mod", "pow", "abs", "sign", "sqrt", "rsqrt",
+        "reciprocal", "exp", "log", "log1p", "expm1", "sin", "cos", "tan", "tanh", "sigmoid",
+        "log_sigmoid", "maximum", "minimum", "squared_difference", "floor", "ceil", "round",
+        "rint", "is_nan", "is_finite", "is_inf", "equal", "not_equal", "less", "less_equal",
+        "greater", "greater_equal", "logical_and", "logical_or", "logical_not", "logical_xor",
+        "scalar_mul", "softplus",
+    ],
+    "nn": ["sigmoid", "tanh", "softplus"],
+}
+
+_FLOATS = ("float16", "float32", "float64")
+_INTS = ("int8", "int16", "int32", "int64", "uint8")
+_NUMERIC = _FLOATS + _INTS
 
 
-# -- shared rules ------------------------------------------------------------------------------
-def binary_infer(op, out_dtype=None):
+# -- shared rules ---------------------------------------------------------------------------------
+def check_dtype(op, t: Tensor, allowed, arg: str = "x") -> None:
+    """TF1's build-time TypeError for an input dtype an op does not support."""
+    if t.dtype.name not in allowed:
+        raise TypeError(f"Value passed to parameter '{arg}' has DataType {t.dtype.name} not in "
+                        f"list of allowed values: {', '.join(allowed)} (op '{op.type}')")
+
+
+def binary_infer(op, out_dtype=None, allowed=None):
     """Both inputs of one dtype; the output broadcasts their shapes."""
     x, y = op.inputs
     if x.dtype != y.dtype:
         raise TypeError(f"Input 'y' of '{op.type}' Op has type {y.dtype.name} that does not "
                         f"match type {x.dtype.name} of argument 'x'.")
+    if allowed is not None:
+        check_dtype(op, x, allowed)
     shape = broadcast_static(x.shape, y.shape, f" for '{op.name}' (op: '{op.type}')")
     return [(out_dtype or x.dtype, shape)]
 
 
-def unary_infer(op):
+def unary_infer(op, allowed=None, out_dtype=None):
     x = op.inputs[0]
-    return [(x.dtype, x.shape)]
+    if allowed is not None:
+        check_dtype(op, x, allowed)
+    return [(out_dtype or x.dtype, x.shape)]
+
+
+def _binary_rule(allowed=None, out_dtype=None):
+    return lambda op: binary_infer(op, out_dtype, allowed)
+
+
+def _unary_rule(allowed=None, out_dtype=None):
+    return lambda op: unary_infer(op, allowed, out_dtype)
 
 
 def convert_pair(x, y):
@@ -66,7 +123,17 @@ def unary_op(op_type: str, x, name: Optional[str] = None,
         return make_op(op_type, [x], name=scope).outputs[0]
 
 
-# -- unbroadcast: sum a gradient back to an input's shape -------------------------------------
+def scalar_like(value, t: Tensor) -> Tensor:
+    """A rank-0 constant of `t`'s dtype (for gradient rules and composed ops)."""
+    return convert_to_tensor(np.asarray(value, dtype=t.dtype.as_numpy_dtype), name="Const")
+
+
+def _typed(s: str) -> str:
+    """`np.{dtype}(c)` spelled for a template."""
+    return "np.{dtype}(" + s + ")"
+
+
+# -- unbroadcast: sum a gradient back to an input's shape -----------------------------------------
 def _unbroadcast_ref(op, g, x):
     shape = np.shape(x)
     g = np.asarray(g)
@@ -103,6 +170,16 @@ def _broadcast_like(x: Tensor, like: Tensor) -> Tensor:
     return make_op("BroadcastLike", [x, like], name="BroadcastLike").outputs[0]
 
 
+def broadcast_like(x: Tensor, like: Tensor) -> Tensor:
+    """`x` broadcast (NumPy rules) to the shape of `like` (which only gives the shape)."""
+    return _broadcast_like(x, like)
+
+
+def zeros_like_of(t: Tensor) -> Tensor:
+    """Zeros with `t`'s dtype and (run-time) shape, as a broadcast scalar."""
+    return _broadcast_like(scalar_like(0, t), t)
+
+
 def unbroadcast(grad: Optional[Tensor], x: Tensor) -> Optional[Tensor]:
     """Reduce `grad` (shaped like a broadcast result) to the shape of input `x`."""
     if grad is None:
@@ -112,7 +189,90 @@ def unbroadcast(grad: Optional[Tensor], x: Tensor) -> Optional[Tensor]:
     return make_op("Unbroadcast", [grad, x], name="Unbroadcast").outputs[0]
 
 
-# -- arithmetic --------------------------------------------------------------------------------
+# -- BroadcastReduced: re-insert reduced axes (gradient of reductions) ----------------------------
+def _broadcast_reduced_infer(op):
+    g, like = op.inputs
+    return [(g.dtype, like.shape)]
+
+
+def _broadcast_reduced_ref(op, g, like):
+    g = np.asarray(g)
+    shape = np.shape(like)
+    keep = list(shape)
+    for a in op.attrs["axis"]:
+        keep[a] = 1
+    return np.broadcast_to(g.reshape(keep), shape).copy()
+
+
+def _broadcast_reduced_grad(op, g):
+    from jitflow.ops.reduce import reduce_sum
+    return [reduce_sum(g, axis=list(op.attrs["axis"])), None]
+
+
+register("BroadcastReduced", infer=_broadcast_reduced_infer, ref=_broadcast_reduced_ref,
+         grad=_broadcast_reduced_grad, kind="other",
+         doc="Insert size-1 axes `axis` into input 0 (a reduction result without keepdims) and "
+             "broadcast it to input 1's shape: the gradient of a reduction.")
+
+
+def broadcast_reduced(g: Tensor, like: Tensor, axis) -> Tensor:
+    """Undo a reduction's shape: `g` with the reduced `axis` re-inserted, broadcast to `like`."""
+    return make_op("BroadcastReduced", [g, like], {"axis": tuple(axis)},
+                   name="BroadcastReduced").outputs[0]
+
+
+# -- AddN, StopGradient ---------------------------------------------------------------------------
+def _add_n_infer(op):
+    first = op.inputs[0]
+    shape = first.shape
+    for t in op.inputs[1:]:
+        if t.dtype != first.dtype:
+            raise TypeError(f"Inputs of 'AddN' must all have one dtype: got {first.dtype.name} "
+                            f"and {t.dtype.name}")
+        if not shape.is_compatible_with(t.shape):
+            raise ValueError(f"Shapes must be equal rank, but are {shape} and {t.shape} for "
+                             f"'{op.name}' (op: 'AddN')")
+        shape = shape.merge_with(t.shape)
+    check_dtype(op, first, _NUMERIC, "inputs")
+    return [(first.dtype, shape)]
+
+
+def _add_n_ref(op, *xs):
+    out = np.array(xs[0], copy=True)
+    for x in xs[1:]:
+        out = out + x
+    return out
+
+
+register("AddN", infer=_add_n_infer, ref=_add_n_ref,
+         grad=lambda op, g: [g] * len(op.inputs), kind="elementwise",
+         template=lambda op: "(" + " + ".join(f"{{{i}}}" for i in range(len(op.inputs))) + ")")
+
+
+def add_n(inputs, name: Optional[str] = None) -> Tensor:
+    """`tf.add_n`: the elementwise sum of a list of same-shaped tensors (op `AddN`)."""
+    if isinstance(inputs, Tensor) or not inputs:
+        raise ValueError("inputs must be a list of at least one Tensor with the same dtype "
+                         "and shape")
+    inputs = [convert_to_tensor(x) for x in inputs]
+    if len(inputs) == 1:
+        from jitflow.ops.array import identity
+        return identity(inputs[0], name=name) if name else inputs[0]
+    return make_op("AddN", inputs, name=name or "AddN").outputs[0]
+
+
+register("StopGradient", infer=unary_infer, ref=lambda op, x: np.asarray(x),
+         differentiable=False, kind="elementwise", template="{0}",
+         doc="Identity whose input receives no gradient.")
+
+
+def stop_gradient(input, name: Optional[str] = None) -> Tensor:
+    """`tf.stop_gradient`: the value of `input`, treated as a constant by `tf.gradients`."""
+    x = convert_to_tensor(input)
+    return make_op("StopGradient", [x], name=name or "StopGradient").outputs[0]
+
+
+# -- arithmetic -----------------------------------------------------------------------------------
 def _add_grad(op, g):
     x, y = op.inputs
     return [unbroadcast(g, x), unbroadcast(g, y)]
@@ -133,21 +293,368 @@ def _div_grad(op, g):
     return [unbroadcast(g / y, x), unbroadcast(-g * x / (y * y), y)]
 
 
-register("Add", infer=binary_infer, ref=lambda op, x, y: np.add(x, y), grad=_add_grad,
-         kind="elementwise", template="({0} + {1})")
-register("Sub", infer=binary_infer, ref=lambda op, x, y: np.subtract(x, y), grad=_sub_grad,
-         kind="elementwise", template="({0} - {1})")
-register("Mul", infer=binary_infer, ref=lambda op, x, y: np.multiply(x, y), grad=_mul_grad,
-         kind="elementwise", template="({0} * {1})")
-register("RealDiv", infer=binary_infer, ref=lambda op, x, y: np.true_divide(x, y),
-         grad=_div_grad, kind="elementwise", template="({0} / {1})")
-register("Neg", infer=unary_infer, ref=lambda op, x: np.negative(x),
-         grad=lambda op, g: [-g], kind="elementwise", template="(-{0})")
-register("Square", infer=unary_infer, ref=lambda op, x: np.square(x),
-         grad=lambda op, g: [g * (op.inputs[0] * 2)], kind="elementwise",
-         template="({0} * {0})")
+def _binary_examples(fn, npfn, dtypes=("float32", "float64", "int32"), domain="real",
+                     grad=True):
+    """Same-shape, broadcast and scalar cases for a binary op."""
+    return [
+        Example(lambda a, b: fn(a, b), [(2, 3), (2, 3)], npfn, dtypes, domain, grad, id="same"),
+        Example(lambda a, b: fn(a, b), [(2, 3), (3,)], npfn, dtypes, domain, grad, id="bcast"),
+        Example(lambda a, b: fn(a, b), [(4, 1), (1, 3)], npfn, dtypes, domain, grad, id="outer"),
+        Example(lambda a, b: fn(a, b), [(2, 3), ()], npfn, dtypes, domain, grad, id="scalar"),
+    ]
 
 
+register("Add", infer=_binary_rule(_NUMERIC), ref=lambda op, x, y: np.add(x, y),
+         grad=_add_grad, kind="elementwise", template="({0} + {1})",
+         examples=_binary_examples(lambda a, b: add(a, b), np.add))
+register("Sub", infer=_binary_rule(_NUMERIC), ref=lambda op, x, y: np.subtract(x, y),
+         grad=_sub_grad, kind="elementwise", template="({0} - {1})",
+         examples=_binary_examples(lambda a, b: subtract(a, b), np.subtract))
+register("Mul", infer=_binary_rule(_NUMERIC), ref=lambda op, x, y: np.multiply(x, y),
+         grad=_mul_grad, kind="elementwise", template="({0} * {1})",
+         examples=_binary_examples(lambda a, b: multiply(a, b), np.multiply))
+register("RealDiv", infer=_binary_rule(_NUMERIC), ref=lambda op, x, y: np.true_divide(x, y),
+         grad=_div_grad, kind="elementwise", template="({0} / {1})",
+         examples=_binary_examples(lambda a, b: a / b, np.true_divide, ("float32", "float64"),
+                                   "nonzero"))
+
+
+def _div_no_nan_ref(op, x, y):
+    x, y = np.asarray(x), np.asarray(y)
+    safe = np.where(y == 0, np.ones_like(y), y)
+    return np.where(y == 0, np.zeros_like(x * y), x / safe)
+
+
+def _div_no_nan_grad(op, g):
+    x, y = op.inputs
+    return [unbroadcast(div_no_nan(g, y), x),
+            unbroadcast(g * div_no_nan(div_no_nan(-x, y), y), y)]
+
+
+register("DivNoNan", infer=_binary_rule(_FLOATS), ref=_div_no_nan_ref, grad=_div_no_nan_grad,
+         kind="elementwise",
+         template="(" + _typed("0") + " if {1} == 0 else {0} / {1})",
+         examples=_binary_examples(lambda a, b: div_no_nan(a, b), np.true_divide,
+                                   ("float32", "float64"), "nonzero")
+         + [Example(lambda a, b: div_no_nan(a, b * 0.0), [(2, 3), (3,)],
+                    lambda a, b: np.zeros((2, 3)), grad=False, id="zero")])
+
+
+def _floordiv_template(op):
+    if op.outputs[0].dtype.is_integer:
+        return "({0} // {1})"
+    return "np.floor({0} / {1})"
+
+
+def _floormod_template(op):
+    if op.outputs[0].dtype.is_integer:
+        return "({0} % {1})"
+    return "np.mod({0}, {1})"
+
+
+def _floormod_grad(op, g):
+    x, y = op.inputs
+    return [unbroadcast(g, x), unbroadcast(-g * floordiv(x, y), y)]
+
+
+register("FloorDiv", infer=_binary_rule(_NUMERIC), ref=lambda op, x, y: np.floor_divide(x, y),
+         differentiable=False, kind="elementwise", template=_floordiv_template,
+         doc="Division rounded toward negative infinity (Python's `//`), ints and floats.",
+         examples=_binary_examples(lambda a, b: a // b, np.floor_divide, domain="nonzero",
+                                   grad=False))
+register("FloorMod", infer=_binary_rule(_NUMERIC), ref=lambda op, x, y: np.mod(x, y),
+         grad=_floormod_grad, kind="elementwise", template=_floormod_template,
+         doc="Remainder with the sign of the divisor (Python's `%`).",
+         examples=_binary_examples(lambda a, b: a % b, np.mod, domain="nonzero", grad=False))
+
+
+def _pow_grad(op, g):
+    x, y = op.inputs
+    z = op.outputs[0]
+    gx = g * y * pow(x, y - scalar_like(1, y))
+    safe_log = where_v2(greater(x, scalar_like(0, x)),
+                        log(where_v2(greater(x, scalar_like(0, x)), x, scalar_like(1, x))),
+                        scalar_like(0, x))
+    gy = g * z * safe_log
+    return [unbroadcast(gx, x), unbroadcast(gy, y)]
+
+
+register("Pow", infer=_binary_rule(_NUMERIC), ref=lambda op, x, y: np.power(x, y),
+         grad=_pow_grad, kind="elementwise", template="({0} ** {1})",
+         examples=_binary_examples(lambda a, b: pow(a, b), np.power, ("float32", "float64"),
+                                   "positive")
+         + [Example(lambda a, b: pow(a, b), [(2, 3), (3,)], np.power, ("int32",), (0, 4),
+                    id="int")])
+
+
+def _neg_ex():
+    return [Example(lambda a: -a, [(2, 3)], np.negative, ("float32", "float64", "int32"))]
+
+
+register("Neg", infer=_unary_rule(_NUMERIC), ref=lambda op, x: np.negative(x),
+         grad=lambda op, g: [-g], kind="elementwise", template="(-{0})", examples=_neg_ex())
+register("Square", infer=_unary_rule(_NUMERIC), ref=lambda op, x: np.square(x),
+         grad=lambda op, g: [g * (op.inputs[0] * scalar_like(2, op.inputs[0]))],
+         kind="elementwise", template="({0} * {0})",
+         examples=[Example(lambda a: square(a), [(2, 3)], np.square,
+                           ("float32", "float64", "int32"))])
+
+
+# -- unary math -----------------------------------------------------------------------------------
+def _unary(op_type, ref, grad, template, allowed=_FLOATS, domain="real", grad_ok=True,
+           fn=None, expect=None, dtypes=("float32", "float64"), out_dtype=None):
+    """Register a unary elementwise op with one example on a (2, 3) input."""
+    examples = []
+    if fn is not None:
+        examples = [Example(lambda a: fn(a), [(2, 3)], expect or (lambda a: ref(None, a)),
+                            dtypes, domain, grad_ok)]
+    register(op_type, infer=_unary_rule(allowed, out_dtype), ref=ref, grad=grad,
+             differentiable=grad is not None, kind="elementwise", template=template,
+             examples=examples)
+
+
+def _abs_grad(op, g):
+    return [g * sign(op.inputs[0])]
+
+
+def _sign_grad(op, g):
+    return [zeros_like_of(op.inputs[0])]
+
+
+def _sqrt_grad(op, g):
+    y = op.outputs[0]
+    return [g * scalar_like(0.5, y) / y]
+
+
+def _rsqrt_grad(op, g):
+    y = op.outputs[0]
+    return [g * scalar_like(-0.5, y) * (y * y * y)]
+
+
+def _reciprocal_grad(op, g):
+    y = op.outputs[0]
+    return [-g * (y * y)]
+
+
+def _log1p_grad(op, g):
+    x = op.inputs[0]
+    return [g / (x + scalar_like(1, x))]
+
+
+def _tan_grad(op, g):
+    c = cos(op.inputs[0])
+    return [g / (c * c)]
+
+
+def _tanh_grad(op, g):
+    y = op.outputs[0]
+    return [g * (scalar_like(1, y) - y * y)]
+
+
+def _sigmoid_grad(op, g):
+    y = op.outputs[0]
+    return [g * (y * (scalar_like(1, y) - y))]
+
+
+def _softplus_grad(op, g):
+    return [g * sigmoid(op.inputs[0])]
+
+
+def _sigmoid_np(x):
+    x = np.asarray(x)
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1, e) / (1 + e)
+
+
+def _softplus_np(x):
+    return np.logaddexp(np.zeros_like(x), x)
+
+
+_ONE = _typed("1")
+_ZERO = _typed("0")
+
+_unary("Abs", lambda op, x: np.abs(x), _abs_grad, "abs({0})", _NUMERIC, fn=lambda a: abs(a),
+       expect=np.abs, dtypes=("float32", "float64", "int32"), domain="nonzero")
+_unary("Sign", lambda op, x: np.sign(x), _sign_grad, "np.sign({0})", _NUMERIC,
+       fn=lambda a: sign(a), expect=np.sign, dtypes=("float32", "float64", "int32"),
+       grad_ok=False)
+_unary("Sqrt", lambda op, x: np.sqrt(x), _sqrt_grad, "math.sqrt({0})", domain="positive",
+       fn=lambda a: sqrt(a), expect=np.sqrt)
+_unary("Rsqrt", lambda op, x: 1 / np.sqrt(x), _rsqrt_grad, f"({_ONE} / math.sqrt({{0}}))",
+       domain="positive", fn=lambda a: rsqrt(a), expect=lambda a: 1 / np.sqrt(a))
+_unary("Reciprocal", lambda op, x: np.reciprocal(x), _reciprocal_grad, f"({_ONE} / {{0}})",
+       domain="nonzero", fn=lambda a: reciprocal(a), expect=lambda a: 1 / a)
+_unary("Exp", lambda op, x: np.exp(x), lambda op, g: [g * op.outputs[0]], "math.exp({0})",
+       fn=lambda a: exp(a), expect=np.exp)
+_unary("Log", lambda op, x: np.log(x), lambda op, g: [g / op.inputs[0]], "math.log({0})",
+       domain="positive", fn=lambda a: log(a), expect=np.log)
+_unary("Log1p", lambda op, x: np.log1p(x), _log1p_grad, "math.log1p({0})", domain="unit",
+       fn=lambda a: log1p(a), expect=np.log1p)
+_unary("Expm1", lambda op, x: np.expm1(x), lambda op, g: [g * exp(op.inputs[0])],
+       "math.expm1({0})", fn=lambda a: expm1(a), expect=np.expm1)
+_unary("Sin", lambda op, x: np.sin(x), lambda op, g: [g * cos(op.inputs[0])], "math.sin({0})",
+       fn=lambda a: sin(a), expect=np.sin)
+_unary("Cos", lambda op, x: np.cos(x), lambda op, g: [-g * sin(op.inputs[0])],
+       "math.cos({0})", fn=lambda a: cos(a), expect=np.cos)
+_unary("Tan", lambda op, x: np.tan(x), _tan_grad, "math.tan({0})", domain="unit",
+       fn=lambda a: tan(a), expect=np.tan)
+_unary("Tanh", lambda op, x: np.tanh(x), _tanh_grad, "math.tanh({0})", fn=lambda a: tanh(a),
+       expect=np.tanh)
+# exp(-|x|) keeps both branches finite; the naive 1/(1+exp(-x)) flushes subnormal results to 0
+_unary("Sigmoid", lambda op, x: _sigmoid_np(x), _sigmoid_grad,
+       f"(({_ONE} if {{0}} >= 0 else math.exp({{0}})) / ({_ONE} + math.exp(-abs({{0}}))))",
+       fn=lambda a: sigmoid(a), expect=lambda a: 1 / (1 + np.exp(-a.astype(np.float64))))
+_unary("Softplus", lambda op, x: _softplus_np(x), _softplus_grad,
+       f"(max({{0}}, {_ZERO}) + math.log1p(math.exp(-abs({{0}}))))",
+       fn=lambda a: softplus(a), expect=lambda a: np.log(1 + np.exp(a.astype(np.float64))))
+_unary("Floor", lambda op, x: np.floor(x), None, "np.floor({0})", fn=lambda a: floor(a),
+       expect=np.floor, grad_ok=False)
+_unary("Ceil", lambda op, x: np.ceil(x), None, "np.ceil({0})", fn=lambda a: ceil(a),
+       expect=np.ceil, grad_ok=False)
+_unary("Round", lambda op, x: np.rint(x), None,
+       lambda op: "{0}" if op.outputs[0].dtype.is_integer else "np.rint({0})", _NUMERIC,
+       fn=lambda a: round(a * 2.0 if a.dtype.is_floating else a),
+       expect=lambda a: np.rint(a * 2.0) if a.dtype.kind == "f" else a,
+       dtypes=("float32", "float64", "int32"), grad_ok=False)
+_unary("Rint", lambda op, x: np.rint(x), None, "np.rint({0})", fn=lambda a: rint(a * 2.0),
+       expect=lambda a: np.rint(a * 2.0), grad_ok=False)
+_unary("IsNan", lambda op, x: np.isnan(x), None, "np.isnan({0})", out_dtype=_dtypes.bool_,
+       fn=lambda a: is_nan(a), expect=np.isnan, grad_ok=False)
+_unary("IsFinite", lambda op, x: np.isfinite(x), None, "np.isfinite({0})",
+       out_dtype=_dtypes.bool_, fn=lambda a: is_finite(a), expect=np.isfinite, grad_ok=False)
+_unary("IsInf", lambda op, x: np.isinf(x), None, "np.isinf({0})", out_dtype=_dtypes.bool_,
+       fn=lambda a: is_inf(a), expect=np.isinf, grad_ok=False)
+
+
+# -- maximum, minimum, squared difference ---------------------------------------------------------
+def _minmax_grad(op, g):
+    x, y = op.inputs
+    pick_x = greater_equal(x, y) if op.type == "Maximum" else less_equal(x, y)
+    zero = scalar_like(0, g)
+    return [unbroadcast(where_v2(pick_x, g, zero), x),
+            unbroadcast(where_v2(pick_x, zero, g), y)]
+
+
+def _sqdiff_grad(op, g):
+    x, y = op.inputs
+    d = g * (scalar_like(2, x) * (x - y))
+    return [unbroadcast(d, x), unbroadcast(-d, y)]
+
+
+register("Maximum", infer=_binary_rule(_NUMERIC), ref=lambda op, x, y: np.maximum(x, y),
+         grad=_minmax_grad, kind="elementwise", template="np.maximum({0}, {1})",
+         examples=_binary_examples(lambda a, b: maximum(a, b), np.maximum))
+register("Minimum", infer=_binary_rule(_NUMERIC), ref=lambda op, x, y: np.minimum(x, y),
+         grad=_minmax_grad, kind="elementwise", template="np.minimum({0}, {1})",
+         examples=_binary_examples(lambda a, b: minimum(a, b), np.minimum))
+register("SquaredDifference", infer=_binary_rule(_NUMERIC),
+         ref=lambda op, x, y: np.square(np.subtract(x, y)), grad=_sqdiff_grad,
+         kind="elementwise", template="(({0} - {1}) * ({0} - {1}))",
+         examples=_binary_examples(lambda a, b: squared_difference(a, b),
+                                   lambda a, b: np.square(a - b)))
+
+
+# -- comparisons and logic ------------------------------------------------------------------------
+def _cmp(op_type, npfn, sym, allowed=_NUMERIC):
+    register(op_type, infer=_binary_rule(allowed, _dtypes.bool_),
+             ref=lambda op, x, y: npfn(x, y), differentiable=False, kind="elementwise",
+             template=f"({{0}} {sym} {{1}})",
+             examples=_binary_examples(lambda a, b: _CMP_FNS[op_type](a, b), npfn,
+                                       ("float32", "int32"), "int", grad=False))
+
+
+_CMP_FNS: dict = {}
+_cmp("Equal", np.equal, "==", _NUMERIC + ("bool",))
+_cmp("NotEqual", np.not_equal, "!=", _NUMERIC + ("bool",))
+_cmp("Less", np.less, "<")
+_cmp("LessEqual", np.less_equal, "<=")
+_cmp("Greater", np.greater, ">")
+_cmp("GreaterEqual", np.greater_equal, ">=")
+
+_BOOL = ("bool",)
+register("LogicalAnd", infer=_binary_rule(_BOOL), ref=lambda op, x, y: np.logical_and(x, y),
+         differentiable=False, kind="elementwise", template="({0} and {1})",
+         examples=_binary_examples(lambda a, b: a & b, np.logical_and, ("bool",), "bool",
+                                   grad=False))
+register("LogicalOr", infer=_binary_rule(_BOOL), ref=lambda op, x, y: np.logical_or(x, y),
+         differentiable=False, kind="elementwise", template="({0} or {1})",
+         examples=_binary_examples(lambda a, b: a | b, np.logical_or, ("bool",), "bool",
+                                   grad=False))
+register("LogicalNot", infer=_unary_rule(_BOOL), ref=lambda op, x: np.logical_not(x),
+         differentiable=False, kind="elementwise", template="(not {0})",
+         examples=[Example(lambda a: ~a, [(2, 3)], np.logical_not, ("bool",), "bool", False)])
+
+
+# -- select ---------------------------------------------------------------------------------------
+def _select_grad(op, g):
+    c, x, y = op.inputs
+    zero = scalar_like(0, g)
+    return [None, unbroadcast(where_v2(c, g, zero), x), unbroadcast(where_v2(c, zero, g), y)]
+
+
+def _select_v2_infer(op):
+    c, x, y = op.inputs
+    if not c.dtype.is_bool:
+        raise TypeError(f"Input 'condition' of '{op.type}' Op has type {c.dtype.name} that "
+                        "does not match expected type of bool.")
+    if x.dtype != y.dtype:
+        raise TypeError(f"Input 'e' of '{op.type}' Op has type {y.dtype.name} that does not "
+                        f"match type {x.dtype.name} of argument 't'.")
+    what = f" for '{op.name}' (op: '{op.type}')"
+    shape = broadcast_static(broadcast_static(c.shape, x.shape, what), y.shape, what)
+    return [(x.dtype, shape)]
+
+
+def _select_infer(op):
+    c, x, y = op.inputs
+    (dtype, shape), = _select_v2_infer(op)
+    if not x.shape.is_compatible_with(y.shape):
+        raise ValueError(f"Shapes must be equal rank, but are {x.shape} and {y.shape} for "
+                         f"'{op.name}' (op: 'Select')")
+    shape = x.shape.merge_with(y.shape)
+    if c.shape.ndims is not None and shape.ndims is not None and c.shape.ndims != shape.ndims:
+        raise ValueError(f"Shapes must be equal rank, but are {c.shape.ndims} and "
+                         f"{shape.ndims} for '{op.name}' (op: 'Select')")
+    return [(dtype, shape)]
+
+
+def _where_ref(op, c, x, y):
+    return np.where(c, x, y)
+
+
+register("SelectV2", infer=_select_v2_infer, ref=_where_ref, grad=_select_grad,
+         kind="elementwise", template="({1} if {0} else {2})",
+         examples=[Example(lambda c, a, b: where_v2(c > 0, a, b), [(2, 3), (2, 3), (3,)],
+                           lambda c, a, b: np.where(c > 0, a, b), id="bcast"),
+                   Example(lambda c, a, b: where_v2(c > 0, a, b), [(2, 1), (1, 3), ()],
+                           lambda c, a, b: np.where(c > 0, a, b), id="outer")])
+register("Select", infer=_select_infer, ref=_where_ref, grad=_select_grad,
+         kind="elementwise", template="({1} if {0} else {2})",
+         doc="TF1 `tf.where(c, x, y)`: x and y of one shape; c of their rank (a condition "
+             "vector over the first axis is expanded to [n, 1, ...] by `where`).",
+         examples=[Example(lambda c, a, b: where(c > 0, a, b), [(2, 3), (2, 3), (2, 3)],
+                           lambda c, a, b: np.where(c > 0, a, b), id="same"),
+                   Example(lambda c, a, b: where(c > 0, a, b), [(2,), (2, 3), (2, 3)],
+                           lambda c, a, b: np.where(c[:, None] > 0, a, b), id="rows")])
+
+
+def _where_indices_infer(op):
+    c = op.inputs[0]
+    return [(_dtypes.int64, TensorShape([None, c.shape.ndims]) if c.shape.ndims is not None
+             else TensorShape([None, None]))]
+
+
+register("Where", infer=_where_indices_infer,
+         ref=lambda op, c: np.argwhere(np.asarray(c)).astype(np.int64),
+         differentiable=False, kind="other",
+         doc="Coordinates of the true (non-zero) elements: int64 [num_true, rank].",
+         examples=[Example(lambda c: where(c > 0), [(3, 4)],
+                           lambda c: np.argwhere(c > 0), grad=False),
+                   Example(lambda c: where(c), [(5,)], lambda c: np.argwhere(c), ("bool",),
+                           "bool", grad=False, id="vector")])
+
+
+# -- Cast -----------------------------------------------------------------------------------------
 def _cast_grad(op, g):
     x = op.inputs[0]
     if x.dtype.is_floating and op.outputs[0].dtype.is_floating:
@@ -158,7 +665,11 @@ def _cast_grad(op, g):
 register("Cast", infer=lambda op: [(op.attrs["DstT"], op.inputs[0].shape)],
          ref=lambda op, x: np.asarray(x).astype(op.attrs["DstT"].as_numpy_dtype),
          grad=_cast_grad, kind="elementwise",
-         template=lambda op: "{0}", doc="Convert to attr DstT (the code generator casts on store).")
+         template=lambda op: "{0}", doc="Convert to attr DstT (the code generator casts on store).",
+         examples=[Example(lambda a: cast(a * 3.0, "int32"), [(2, 3)],
+                           lambda a: (a * 3.0).astype(np.int32), grad=False, id="to_int"),
+                   Example(lambda a: cast(a, "float64"), [(2, 3)], lambda a: a,
+                           ("float32",), id="widen")])
 
 
 def cast(x, dtype, name: Optional[str] = None) -> Tensor:
@@ -167,9 +678,26 @@ def cast(x, dtype, name: Optional[str] = None) -> Tensor:
     x = convert_to_tensor(x)
     if x.dtype == dtype:
         return x
-    return make_op("Cast", [x], {"DstT": dtype, "SrcT": x.dtype}, name=name).outputs[0]
+    return make_op("Cast", [x], {"DstT": dtype, "SrcT": x.dtype}, name=name or "Cast").outputs[0]
 
 
+def to_float(x, name: str = "ToFloat") -> Tensor:
+    return cast(x, _dtypes.float32, name=name)
+
+
+def to_double(x, name: str = "ToDouble") -> Tensor:
+    return cast(x, _dtypes.float64, name=name)
+
+
+def to_int32(x, name: str = "ToInt32") -> Tensor:
+    return cast(x, _dtypes.int32, name=name)
+
+
+def to_int64(x, name: str = "ToInt64") -> Tensor:
+    return cast(x, _dtypes.int64, name=name)
+
+
+# -- public functions -----------------------------------------------------------------------------
 def add(x, y, name: Optional[str] = None) -> Tensor:
     """`tf.add` (op `Add`)."""
     return binary_op("Add", x, y, name)
@@ -183,6 +711,11 @@ def subtract(x, y, name: Optional[str] = None) -> Tensor:
 def multiply(x, y, name: Optional[str] = None) -> Tensor:
     """`tf.multiply` (op `Mul`)."""
     return binary_op("Mul", x, y, name)
+
+
+def scalar_mul(scalar, x, name: Optional[str] = None) -> Tensor:
+    """`tf.scalar_mul`: a scalar times a tensor."""
+    return binary_op("Mul", scalar, x, name, "scalar_mul")
 
 
 def realdiv(x, y, name: Optional[str] = None) -> Tensor:
@@ -204,18 +737,208 @@ def divide(x, y, name: Optional[str] = None) -> Tensor:
     return truediv(x, y, name=name)
 
 
-def negative(x, name: Optional[str] = None) -> Tensor:
-    """`tf.negative` (op `Neg`)."""
-    return unary_op("Neg", x, name)
+def div(x, y, name: Optional[str] = None) -> Tensor:
+    """`tf.div` (legacy, Python 2 semantics): floor division for ints, true division for floats."""
+    with name_scope(name, "div", [x, y]) as scope:
+        x, y = convert_pair(x, y)
+        op_type = "RealDiv" if x.dtype.is_floating else "FloorDiv"
+        return make_op(op_type, [x, y], name=scope).outputs[0]
 
 
-def square(x, name: Optional[str] = None) -> Tensor:
-    """`tf.square` (op `Square`)."""
-    return unary_op("Square", x, name)
+def div_no_nan(x, y, name: Optional[str] = None) -> Tensor:
+    """`tf.div_no_nan`: x / y, and 0 wherever y is 0."""
+    return binary_op("DivNoNan", x, y, name, "div_no_nan")
 
 
-# -- operator overloads on Tensor ---------------------------------------------------------------
+def floordiv(x, y, name: Optional[str] = None) -> Tensor:
+    """`tf.floordiv`: x / y rounded toward negative infinity (op `FloorDiv`)."""
+    return binary_op("FloorDiv", x, y, name, "floordiv")
+
+
+def floor_div(x, y, name: Optional[str] = None) -> Tensor:
+    """`tf.floor_div` (the raw `FloorDiv` op)."""
+    return binary_op("FloorDiv", x, y, name, "FloorDiv")
+
+
+def floormod(x, y, name: Optional[str] = None) -> Tensor:
+    """`tf.floormod` / `tf.mod`: remainder with the divisor's sign (op `FloorMod`)."""
+    return binary_op("FloorMod", x, y, name, "FloorMod")
+
+
+mod = floormod
+
+
+def pow(x, y, name: Optional[str] = None) -> Tensor:  # noqa: A001  (TF1's name)
+    """`tf.pow`: x ** y elementwise (op `Pow`)."""
+    return binary_op("Pow", x, y, name, "Pow")
+
+
+def maximum(x, y, name: Optional[str] = None) -> Tensor:
+    """`tf.maximum` (op `Maximum`); the gradient goes to x where x >= y."""
+    return binary_op("Maximum", x, y, name)
+
+
+def minimum(x, y, name: Optional[str] = None) -> Tensor:
+    """`tf.minimum` (op `Minimum`); the gradient goes to x where x <= y."""
+    return binary_op("Minimum", x, y, name)
+
+
+def squared_difference(x, y, name: Optional[str] = None) -> Tensor:
+    """`tf.squared_difference`: (x - y) ** 2."""
+    return binary_op("SquaredDifference", x, y, name)
+
+
+def equal(x, y, name: Optional[str] = None) -> Tensor:
+    """`tf.equal`: elementwise x == y (bool)."""
+    return binary_op("Equal", x, y, name)
+
+
+def not_equal(x, y, name: Optional[str] = None) -> Tensor:
+    return binary_op("NotEqual", x, y, name)
+
+
+def less(x, y, name: Optional[str] = None) -> Tensor:
+    return binary_op("Less", x, y, name)
+
+
+def less_equal(x, y, name: Optional[str] = None) -> Tensor:
+    return binary_op("LessEqual", x, y, name)
+
+
+def greater(x, y, name: Optional[str] = None) -> Tensor:
+    return binary_op("Greater", x, y, name)
+
+
+def greater_equal(x, y, name: Optional[str] = None) -> Tensor:
+    return binary_op("GreaterEqual", x, y, name)
+
+
+_CMP_FNS.update(Equal=equal, NotEqual=not_equal, Less=less, LessEqual=less_equal,
+                Greater=greater, GreaterEqual=greater_equal)
+
+
+def logical_and(x, y, name: Optional[str] = None) -> Tensor:
+    return binary_op("LogicalAnd", x, y, name)
+
+
+def logical_or(x, y, name: Optional[str] = None) -> Tensor:
+    return binary_op("LogicalOr", x, y, name)
+
+
+def logical_not(x, name: Optional[str] = None) -> Tensor:
+    return unary_op("LogicalNot", x, name)
+
+
+def logical_xor(x, y, name: str = "LogicalXor") -> Tensor:
+    """`tf.logical_xor`, composed as TF1 does: (x | y) & !(x & y)."""
+    with name_scope(name, "LogicalXor", [x, y]) as scope:
+        x, y = convert_pair(x, y)
+        return binary_op("LogicalAnd", logical_or(x, y), logical_not(logical_and(x, y)),
+                         scope)
+
+
+def _unary_fn(op_type: str, doc: str):
+    def fn(x, name: Optional[str] = None) -> Tensor:
+        return unary_op(op_type, x, name)
+    fn.__doc__ = doc
+    return fn
+
+
+negative = _unary_fn("Neg", "`tf.negative`: -x (op `Neg`).")
+square = _unary_fn("Square", "`tf.square`: x * x (op `Square`).")
+abs = _unary_fn("Abs", "`tf.abs`: |x| (op `Abs`).")  # noqa: A001
+sign = _unary_fn("Sign", "`tf.sign`: -1, 0 or 1 (op `Sign`).")
+sqrt = _unary_fn("Sqrt", "`tf.sqrt` (op `Sqrt`).")
+rsqrt = _unary_fn("Rsqrt", "`tf.rsqrt`: 1 / sqrt(x) (op `Rsqrt`).")
+reciprocal = _unary_fn("Reciprocal", "`tf.reciprocal`: 1 / x (op `Reciprocal`).")
+exp = _unary_fn("Exp", "`tf.exp` (op `Exp`).")
+log = _unary_fn("Log", "`tf.log`: natural logarithm (op `Log`).")
+log1p = _unary_fn("Log1p", "`tf.log1p`: log(1 + x), accurate near 0 (op `Log1p`).")
+expm1 = _unary_fn("Expm1", "`tf.expm1`: exp(x) - 1, accurate near 0 (op `Expm1`).")
+sin = _unary_fn("Sin", "`tf.sin` (op `Sin`).")
+cos = _unary_fn("Cos", "`tf.cos` (op `Cos`).")
+tan = _unary_fn("Tan", "`tf.tan` (op `Tan`).")
+tanh = _unary_fn("Tanh", "`tf.tanh` (op `Tanh`).")
+sigmoid = _unary_fn("Sigmoid", "`tf.sigmoid`: 1 / (1 + exp(-x)) (op `Sigmoid`).")
+softplus = _unary_fn("Softplus", "`tf.nn.softplus`: log(1 + exp(x)), stable (op `Softplus`).")
+floor = _unary_fn("Floor", "`tf.floor` (op `Floor`).")
+ceil = _unary_fn("Ceil", "`tf.ceil` (op `Ceil`).")
+round = _unary_fn("Round", "`tf.round`: half to even, as TF (op `Round`).")  # noqa: A001
+rint = _unary_fn("Rint", "`tf.rint`: half to even (op `Rint`).")
+is_nan = _unary_fn("IsNan", "`tf.is_nan` (op `IsNan`).")
+is_finite = _unary_fn("IsFinite", "`tf.is_finite` (op `IsFinite`).")
+is_inf = _unary_fn("IsInf", "`tf.is_inf` (op `IsInf`).")
+
+
+def log_sigmoid(x, name: Optional[str] = None) -> Tensor:
+    """`tf.log_sigmoid`: -softplus(-x), stable for large |x|."""
+    with name_scope(name, "LogSigmoid", [x]) as scope:
+        x = convert_to_tensor(x, name="x")
+        return make_op("Neg", [softplus(-x)], name=scope).outputs[0]
+
+
+def clip_by_value(t, clip_value_min, clip_value_max, name: Optional[str] = None) -> Tensor:
+    """`tf.clip_by_value`: Minimum then Maximum, so the gradient passes only inside the range."""
+    with name_scope(name, "clip_by_value", [t, clip_value_min, clip_value_max]) as scope:
+        t = convert_to_tensor(t, name="t")
+        lo = convert_to_tensor(clip_value_min, dtype=t.dtype, name="clip_value_min")
+        hi = convert_to_tensor(clip_value_max, dtype=t.dtype, name="clip_value_max")
+        t_min = minimum(t, hi)
+        out = make_op("Maximum", [t_min, lo], name=scope).outputs[0]
+        if t.shape.ndims is not None and out.shape.ndims is not None \
+                and out.shape.ndims > t.shape.ndims:
+            raise ValueError(f"clip_by_value: the clip values {lo.shape}, {hi.shape} must not "
+                             f"broadcast the tensor of shape {t.shape}")
+        return out
+
+
+def where(condition, x=None, y=None, name: Optional[str] = None) -> Tensor:
+    """TF1 `tf.where`: with x and y, select elementwise (op `Select`; a condition vector
+    picks rows of x/y); with neither, the int64 coordinates of the true elements (`Where`)."""
+    if (x is None) != (y is None):
+        raise ValueError("x and y must both be non-None or both be None.")
+    if x is None:
+        with name_scope(name, "Where", [condition]) as scope:
+            c = convert_to_tensor(condition, name="condition")
+            if not c.dtype.is_bool:
+                c = not_equal(c, scalar_like(0, c))
+            return make_op("Where", [c], name=scope).outputs[0]
+    with name_scope(name, "Select", [condition, x, y]) as scope:
+        c = convert_to_tensor(condition, name="condition")
+        x, y = convert_pair(x, y)
+        xr = x.shape.merge_with(y.shape).ndims if x.shape.is_compatible_with(y.shape) else None
+        if c.shape.ndims == 1 and xr is not None and xr > 1:
+            like = x if x.shape.ndims is not None else y
+            c = broadcast_reduced(c, like, range(1, xr))
+        return make_op("Select", [c, x, y], name=scope).outputs[0]
+
+
+def where_v2(condition, x=None, y=None, name: Optional[str] = None) -> Tensor:
+    """`tf.where_v2`: select with NumPy broadcasting of all three inputs (op `SelectV2`)."""
+    if x is None and y is None:
+        return where(condition, name=name)
+    with name_scope(name, "SelectV2", [condition, x, y]) as scope:
+        c = convert_to_tensor(condition, name="condition")
+        x, y = convert_pair(x, y)
+        return make_op("SelectV2", [c, x, y], name=scope).outputs[0]
+
+
+# -- operator overloads on Tensor -----------------------------------------------------------------
+def _matmul(a, b):
+    from jitflow.ops.linalg import matmul
+    return matmul(a, b)
+
+
+def _logical(op_type: str, scope: str):
+    def fn(a, b):
+        with name_scope(None, scope, [a, b]) as s:
+            a, b = convert_pair(a, b)
+            return make_op(op_type, [a, b], name=s).outputs[0]
+    return fn
+
+
 def _install_operators() -> None:
+    """Python operators on Tensor, named as TF1 names them (`a + b` -> op `add`)."""
     ops = {
         "__add__": lambda a, b: binary_op("Add", a, b, None, "add"),
         "__radd__": lambda a, b: binary_op("Add", b, a, None, "add"),
@@ -225,7 +948,27 @@ def _install_operators() -> None:
         "__rmul__": lambda a, b: binary_op("Mul", b, a, None, "mul"),
         "__truediv__": lambda a, b: truediv(a, b),
         "__rtruediv__": lambda a, b: truediv(b, a),
+        "__floordiv__": lambda a, b: floordiv(a, b),
+        "__rfloordiv__": lambda a, b: floordiv(b, a),
+        "__mod__": lambda a, b: binary_op("FloorMod", a, b, None, "mod"),
+        "__rmod__": lambda a, b: binary_op("FloorMod", b, a, None, "mod"),
+        "__pow__": lambda a, b: binary_op("Pow", a, b, None, "pow"),
+        "__rpow__": lambda a, b: binary_op("Pow", b, a, None, "pow"),
+        "__matmul__": lambda a, b: _matmul(a, b),
+        "__rmatmul__": lambda a, b: _matmul(b, a),
         "__neg__": lambda a: unary_op("Neg", a),
+        "__abs__": lambda a: unary_op("Abs", a),
+        "__lt__": lambda a, b: binary_op("Less", a, b),
+        "__le__": lambda a, b: binary_op("LessEqual", a, b),
+        "__gt__": lambda a, b: binary_op("Greater", a, b),
+        "__ge__": lambda a, b: binary_op("GreaterEqual", a, b),
+        "__and__": _logical("LogicalAnd", "and"),
+        "__rand__": lambda a, b: _logical("LogicalAnd", "and")(b, a),
+        "__or__": _logical("LogicalOr", "or"),
+        "__ror__": lambda a, b: _logical("LogicalOr", "or")(b, a),
+        "__xor__": lambda a, b: logical_xor(a, b, name="xor"),
+        "__rxor__": lambda a, b: logical_xor(b, a, name="xor"),
+        "__invert__": lambda a: unary_op("LogicalNot", a),
     }
     for k, f in ops.items():
         setattr(Tensor, k, f)
