@@ -89,3 +89,5 @@ class RunOptions(ConfigProto):
 
 class RunMetadata(ConfigProto):
     pass
+
+from jitflow.serialize import import_graph_def  # noqa: E402,F401

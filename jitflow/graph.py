@@ -492,6 +492,11 @@ class Graph:
         """A stable, readable listing: one op per line in creation order."""
         return "\n".join(self._op_line(op) for op in self._ops)
 
+    def as_graph_def(self, from_version=None, add_shapes: bool = False) -> dict:
+        """The graph as a JSON-serializable dict (see jitflow.serialize)."""
+        from jitflow.serialize import as_graph_def
+        return as_graph_def(self, add_shapes=add_shapes)
+
     def __repr__(self) -> str:
         return f"<jitflow.Graph with {len(self._ops)} ops>"
 

@@ -1,0 +1,222 @@
+"""Graph defs and meta graphs: structure, attribute round trips, import, resume by names."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import jitflow as tf
+from jitflow import serialize
+from jitflow.ops.registry import all_op_defs
+from jitflow.shapes import TensorShape
+
+
+def _attrs_equal(a, b) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype
+                and a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
+    if isinstance(a, (list, tuple)):
+        return (type(a) is type(b) and len(a) == len(b)
+                and all(_attrs_equal(x, y) for x, y in zip(a, b)))
+    if isinstance(a, dict):
+        return (isinstance(b, dict) and a.keys() == b.keys()
+                and all(_attrs_equal(a[k], b[k]) for k in a))
+    if isinstance(a, float) and np.isnan(a):
+        return isinstance(b, float) and np.isnan(b)
+    return type(a) is type(b) and a == b
+
+
+# -- the format ---------------------------------------------------------------------------------
+def test_graph_def_structure_and_json():
+    x = tf.placeholder(tf.float32, [None, 2], name="x")
+    c = tf.constant(np.arange(40, dtype=np.float64), name="big")
+    y = tf.add(x, 1.0, name="y")
+    with tf.control_dependencies([y]):
+        z = tf.identity(x, name="z")
+    gd = tf.get_default_graph().as_graph_def(add_shapes=True)
+    gd = json.loads(json.dumps(gd))  # JSON-serializable as is
+    assert gd["format"] == "jitflow.GraphDef" and gd["version"] == serialize.GRAPH_DEF_VERSION
+    names = [n["name"] for n in gd["node"]]
+    assert names == [op.name for op in tf.get_default_graph().get_operations()]
+    nodes = {n["name"]: n for n in gd["node"]}
+    assert nodes["x"]["attr"] == {"dtype": {"$dtype": "float32"}, "shape": {"$shape": [None, 2]}}
+    assert nodes["y"]["input"] == ["x:0", "y/y:0"]
+    assert nodes["z"]["input"] == ["x:0", "^y"]
+    assert nodes["y"]["output"] == [{"dtype": "float32", "shape": [None, 2]}]
+    big = nodes["big"]["attr"]["value"]["$ndarray"]
+    assert big["dtype"] == "float64" and big["shape"] == [40] and "base64" in big
+    small = nodes["y/y"]["attr"]["value"]["$ndarray"]
+    assert small == {"dtype": "float32", "shape": [], "list": [1.0]}
+    assert c.op.name == "big" and z.op.name == "z"
+    # without add_shapes only dtypes are recorded
+    plain = tf.get_default_graph().as_graph_def()
+    assert plain["node"][0]["output"] == [{"dtype": "float32"}]
+
+
+@pytest.mark.parametrize("value", [
+    0, -7, 2.5, float("inf"), float("nan"), True, None, "abc", b"\x00\xff",
+    (1, 2), [1, (2, 3)], {"k": [1.5]}, slice(1, None, 2), Ellipsis,
+    tf.float64, tf.bool, TensorShape(None), TensorShape([None, 3]), TensorShape([]),
+    np.float32(1.25), np.int64(-3), np.bool_(True),
+    np.arange(6, dtype=np.int32).reshape(2, 3), np.linspace(0, 1, 50).astype(np.float16),
+    np.array([np.nan, np.inf, -1.0], dtype=np.float32), np.zeros((0, 2), np.uint8),
+    np.array([b"a", b"bc"], dtype=object), np.array(True),
+])
+def test_attr_encoding_round_trips(value):
+    enc = json.loads(json.dumps(serialize.encode_attr(value)))
+    back = serialize.decode_attr(enc)
+    if isinstance(value, np.generic):
+        assert type(back) is type(value) and back == value
+    else:
+        assert _attrs_equal(value, back), (value, back)
+
+
+def test_unencodable_attr_names_the_op():
+    op = tf.get_default_graph().create_op("NoOp", [], {"fn": lambda: 0}, name="weird")
+    with pytest.raises(TypeError, match="'fn' of op 'weird'"):
+        tf.get_default_graph().as_graph_def()
+    assert op.name == "weird"
+
+
+# -- every registered op round-trips ------------------------------------------------------------
+def _example_input(rng, shape, dt, ex):
+    """Values inside the example's domain (positive, so every domain is satisfied)."""
+    if dt == np.bool_ or ex.domain == "bool":
+        return rng.random(shape) < 0.5
+    if dt.kind in "iu" or ex.domain in ("int", "index"):
+        return rng.integers(0, max(1, ex.index_max), size=shape).astype(dt)
+    if isinstance(ex.domain, tuple):
+        return rng.uniform(*ex.domain, size=shape).astype(dt)
+    return rng.uniform(0.5, 0.9, size=shape).astype(dt)
+
+
+def _first_examples():
+    for d in all_op_defs():
+        for i, ex in enumerate(d.examples):
+            yield pytest.param(ex, id=f"{d.type}-{ex.id or i}")
+
+
+@pytest.mark.parametrize("ex", list(_first_examples()))
+def test_registered_op_examples_round_trip(ex):
+    dt = ex.dtypes[0]
+    dts = dt if isinstance(dt, tuple) else (dt,) * len(ex.inputs)
+    rng = np.random.default_rng(0)
+    arrays = [_example_input(rng, s, np.dtype(d), ex) for s, d in zip(ex.inputs, dts)]
+    g1 = tf.Graph()
+    with g1.as_default():
+        phs = [tf.placeholder(a.dtype, a.shape, name=f"in{i}") for i, a in enumerate(arrays)]
+        out = ex.build(*phs)
+    gd = json.loads(json.dumps(g1.as_graph_def(add_shapes=True)))
+    g2 = tf.Graph()
+    with g2.as_default():
+        tf.import_graph_def(gd, name="")
+    assert g2.as_text() == g1.as_text()
+    for a, b in zip(g1.get_operations(), g2.get_operations()):
+        assert a.attrs.keys() == b.attrs.keys()
+        for k in a.attrs:
+            assert _attrs_equal(a.attrs[k], b.attrs[k]), (a.name, k)
+    if ex.expect is None:
+        return
+    outs = out if isinstance(out, (list, tuple)) else [out]
+    names = [t.name for t in outs]
+    with tf.Session(graph=g1, backend="interpreter") as s1:
+        r1 = s1.run(names, dict(zip([p.name for p in phs], arrays)))
+    with tf.Session(graph=g2, backend="interpreter") as s2:
+        r2 = s2.run(names, dict(zip([p.name for p in phs], arrays)))
+    for a, b in zip(r1, r2):
+        np.testing.assert_array_equal(a, b)
+
+
+# -- import_graph_def -------------------------------------------------------------------------
+def _small_graph():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None, 2], name="x")
+        y = tf.multiply(x, 3.0, name="y")
+        tf.add(y, 1.0, name="out")
+    return g
+
+
+def test_import_prefixes_names_and_runs(backend):
+    gd = _small_graph().as_graph_def()
+    out, x = tf.import_graph_def(gd, return_elements=["out:0", "x"])
+    assert out.name == "import/out:0" and x.name == "import/x"
+    assert x.type == "Placeholder"
+    again = tf.import_graph_def(gd, return_elements=["out"])
+    assert again[0].name == "import_1/out"
+    with tf.Session() as sess:
+        np.testing.assert_allclose(sess.run(out, {x.outputs[0]: [[1, 2]]}), [[4, 7]])
+
+
+def test_import_input_map_replaces_tensors(backend):
+    gd = _small_graph().as_graph_def(add_shapes=True)
+    feed = tf.placeholder(tf.float32, [3, 2], name="feed")
+    doubled = feed * 2.0
+    out, = tf.import_graph_def(gd, input_map={"x": doubled}, return_elements=["out:0"],
+                               name="m")
+    assert out.op.inputs[0].op.inputs[0] is doubled
+    with tf.Session() as sess:
+        np.testing.assert_allclose(sess.run(out, {feed: np.ones((3, 2))}), np.full((3, 2), 7.0))
+
+
+def test_import_errors_are_clear():
+    gd = _small_graph().as_graph_def()
+    bad = json.loads(json.dumps(gd))
+    bad["node"][1]["op"] = "FancyOp"
+    bad["node"].append({"name": "q", "op": "OtherOp", "input": [], "attr": {}})
+    with pytest.raises(ValueError, match="FancyOp, OtherOp"):
+        tf.import_graph_def(bad)
+    with pytest.raises(ValueError, match="not found in graph_def"):
+        tf.import_graph_def(gd, return_elements=["nope:0"])
+    with pytest.raises(ValueError, match="not found in graph_def"):
+        tf.import_graph_def(gd, input_map={"absent:0": tf.constant(1.0)})
+    wrong = dict(gd, version=99)
+    with pytest.raises(ValueError, match="version 99"):
+        tf.import_graph_def(wrong)
+    with pytest.raises(ValueError, match="format"):
+        tf.import_graph_def({"node": []})
+
+
+def test_late_control_inputs_survive():
+    g = tf.Graph()
+    with g.as_default():
+        a = tf.constant(1.0, name="a")
+        b = tf.constant(2.0, name="b")
+        a.op._add_control_input(b.op)  # a control edge to an op created later
+    g2 = tf.Graph()
+    with g2.as_default():
+        tf.import_graph_def(g.as_graph_def(), name="")
+    assert [c.name for c in g2.get_operation_by_name("a").control_inputs] == ["b"]
+
+
+def test_write_graph_and_read_back(tmp_path):
+    g = _small_graph()
+    path = serialize.write_graph(g, str(tmp_path / "logs"), "graph.json")
+    assert path == str(tmp_path / "logs" / "graph.json")
+    assert [p.name for p in (tmp_path / "logs").iterdir()] == ["graph.json"]  # no temp left
+    gd = serialize.read_graph_def(path)
+    assert gd == json.loads(json.dumps(g.as_graph_def()))
+    compact = serialize.write_graph(g.as_graph_def(), str(tmp_path), "c.json", as_text=False)
+    assert "\n " not in open(compact).read()
+    with tf.Graph().as_default() as g3:
+        tf.import_graph_def(path, name="")  # a file path works too
+        assert g3.as_text() == g.as_text()
+
+
+# -- variables and meta graphs ------------------------------------------------------------------
+def test_variable_from_ops_wraps_without_new_ops(backend):
+    v = tf.Variable([1.0, 2.0], name="v")
+    g = tf.get_default_graph()
+    n_ops = len(g.get_operations())
+    w = serialize.variable_from_ops(v.op, v.initializer, v.value(), trainable=False)
+    assert len(g.get_operations()) == n_ops
+    assert isinstance(w, tf.Variable) and w.name == "v:0" and not w.trainable
+    assert w.initial_value is v.initial_value
+    with tf.Session() as sess:
+        sess.run(w.initializer)
+        np.testing.assert_allclose(sess.run(w * 2.0), [2.0, 4.0])
+        sess.run(tf.assign_add(w, [1.0, 1.0]))
+        np.testing.assert_allclose(sess.run(v), [2.0, 3.0])
+    with pytest.raises(TypeError, match="VariableV2"):
+        serialize.variable_from_ops(v.value().op, v.initializer, v.value())
