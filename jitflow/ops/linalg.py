@@ -1,0 +1,273 @@
+"""Linear algebra: MatMul (rank 2), BatchMatMulV2 (rank > 2, batch dims broadcast), tensordot
+and the euclidean norm. Integer matmul is supported by the references (NumPy's integer matmul).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
+from jitflow.ops.math import abs as _abs
+from jitflow.ops.math import check_dtype, unbroadcast
+from jitflow.ops.reduce import _legacy, reduce_max, reduce_sum
+from jitflow.ops.registry import Example, register
+from jitflow.shapes import TensorShape, broadcast_static, shape_tf_str
+
+__all__ = ["matmul", "tensordot", "norm"]
+
+NAMESPACES = {"linalg": ["matmul", "tensordot", "norm"]}
+
+_MATMUL_TYPES = ("float16", "float32", "float64", "int32", "int64")
+
+
+def _inner_dims(op, a_dims, b_dims, ta: bool, tb: bool):
+    """(m, k_a, k_b, n) of the trailing matrices, checking k_a == k_b when both are known."""
+    m, ka = (a_dims[-1], a_dims[-2]) if ta else (a_dims[-2], a_dims[-1])
+    kb, n = (b_dims[-1], b_dims[-2]) if tb else (b_dims[-2], b_dims[-1])
+    if ka is not None and kb is not None and ka != kb:
+        a, b = op.inputs
+        raise ValueError(f"Dimensions must be equal, but are {ka} and {kb} for '{op.name}' "
+                         f"(op: '{op.type}') with input shapes: {shape_tf_str(a.shape)}, "
+                         f"{shape_tf_str(b.shape)}.")
+    return m, n
+
+
+def _check_inputs(op, min_rank: int, exact: bool):
+    a, b = op.inputs
+    if a.dtype != b.dtype:
+        raise TypeError(f"Input 'b' of '{op.type}' Op has type {b.dtype.name} that does not "
+                        f"match type {a.dtype.name} of argument 'a'.")
+    check_dtype(op, a, _MATMUL_TYPES, "a")
+    for t in (a, b):
+        r = t.shape.ndims
+        if r is not None and (r != min_rank if exact else r < min_rank):
+            raise ValueError(f"Shape must be rank {min_rank} but is rank {r} for '{op.name}' "
+                             f"(op: '{op.type}') with input shapes: {shape_tf_str(a.shape)}, "
+                             f"{shape_tf_str(b.shape)}.")
+    return a, b
+
+
+def _matmul_infer(op):
+    a, b = _check_inputs(op, 2, True)
+    ad = a.shape.as_tuple() or (None, None)
+    bd = b.shape.as_tuple() or (None, None)
+    m, n = _inner_dims(op, ad, bd, op.attrs["transpose_a"], op.attrs["transpose_b"])
+    return [(a.dtype, TensorShape([m, n]))]
+
+
+def _batch_infer(op):
+    a, b = _check_inputs(op, 2, False)
+    if a.shape.ndims is None or b.shape.ndims is None:
+        return [(a.dtype, TensorShape(None))]
+    ad, bd = a.shape.as_tuple(), b.shape.as_tuple()
+    m, n = _inner_dims(op, ad, bd, op.attrs["adj_x"], op.attrs["adj_y"])
+    batch = broadcast_static(TensorShape(ad[:-2]), TensorShape(bd[:-2]),
+                             f" for '{op.name}' (op: '{op.type}')")
+    return [(a.dtype, TensorShape(batch.as_tuple() + (m, n)))]
+
+
+def _t(x, flag: bool):
+    return np.swapaxes(x, -1, -2) if flag else x
+
+
+def _matmul_ref(op, a, b):
+    return np.matmul(_t(np.asarray(a), op.attrs["transpose_a"]),
+                     _t(np.asarray(b), op.attrs["transpose_b"]))
+
+
+def _batch_ref(op, a, b):
+    return np.matmul(_t(np.asarray(a), op.attrs["adj_x"]), _t(np.asarray(b), op.attrs["adj_y"]))
+
+
+def _product_grads(mm, a, b, g, ta: bool, tb: bool):
+    """Gradients of a @ b (each possibly transposed) through `mm(x, y, tx, ty)`."""
+    if not ta and not tb:
+        return mm(g, b, False, True), mm(a, g, True, False)
+    if not ta and tb:
+        return mm(g, b, False, False), mm(g, a, True, False)
+    if ta and not tb:
+        return mm(b, g, False, True), mm(a, g, False, False)
+    return mm(b, g, True, True), mm(g, a, True, True)
+
+
+def _matmul_grad(op, g):
+    a, b = op.inputs
+
+    def mm(x, y, tx, ty):
+        return matmul(x, y, transpose_a=tx, transpose_b=ty)
+    ga, gb = _product_grads(mm, a, b, g, op.attrs["transpose_a"], op.attrs["transpose_b"])
+    return [ga, gb]
+
+
+def _batch_grad(op, g):
+    a, b = op.inputs
+
+    def mm(x, y, tx, ty):
+        return make_op("BatchMatMulV2", [x, y], {"adj_x": tx, "adj_y": ty},
+                       name="MatMul").outputs[0]
+    ga, gb = _product_grads(mm, a, b, g, op.attrs["adj_x"], op.attrs["adj_y"])
+    return [unbroadcast(ga, a), unbroadcast(gb, b)]
+
+
+def _mm_examples():
+    out = []
+    for ta in (False, True):
+        for tb in (False, True):
+            sa = (4, 3) if ta else (3, 4)
+            sb = (2, 4) if tb else (4, 2)
+            out.append(Example(
+                (lambda a, b, ta=ta, tb=tb: matmul(a, b, transpose_a=ta, transpose_b=tb)),
+                [sa, sb],
+                (lambda a, b, ta=ta, tb=tb: (a.T if ta else a).astype(np.float64)
+                 @ (b.T if tb else b)),
+                ("float32", "float64", "int32"), id=f"ta{int(ta)}_tb{int(tb)}"))
+    out.append(Example(lambda a, b: a @ b, [(1, 5), (5, 1)], lambda a, b: a @ b, id="dot"))
+    return out
+
+
+register("MatMul", infer=_matmul_infer, ref=_matmul_ref, grad=_matmul_grad, kind="matmul",
+         doc="a @ b for matrices; attrs transpose_a, transpose_b.", examples=_mm_examples())
+register("BatchMatMulV2", infer=_batch_infer, ref=_batch_ref, grad=_batch_grad, kind="matmul",
+         doc="Matrix products over the last two axes; the leading (batch) axes broadcast.",
+         examples=[Example(lambda a, b: matmul(a, b), [(2, 3, 4), (2, 4, 5)], np.matmul,
+                           ("float32", "float64", "int32"), id="batch"),
+                   Example(lambda a, b: matmul(a, b, transpose_b=True), [(2, 1, 3, 4), (3, 5, 4)],
+                           lambda a, b: a @ np.swapaxes(b, -1, -2), id="bcast_tb"),
+                   Example(lambda a, b: matmul(a, b, adjoint_a=True), [(2, 4, 3), (4, 2)],
+                           lambda a, b: np.swapaxes(a, -1, -2) @ b, id="adj_a")])
+
+
+def matmul(a, b, transpose_a: bool = False, transpose_b: bool = False, adjoint_a: bool = False,
+           adjoint_b: bool = False, a_is_sparse: bool = False, b_is_sparse: bool = False,
+           name: Optional[str] = None) -> Tensor:
+    """`tf.matmul`: op `MatMul` for two matrices, `BatchMatMulV2` when either has rank > 2.
+
+    For real dtypes `adjoint_*` is the same as `transpose_*`. Shapes are checked when the graph
+    is built (ValueError with TF1's message).
+    """
+    if transpose_a and adjoint_a or transpose_b and adjoint_b:
+        raise ValueError("Only one of transpose_a and adjoint_a (transpose_b and adjoint_b) "
+                         "can be True.")
+    ta, tb = bool(transpose_a or adjoint_a), bool(transpose_b or adjoint_b)
+    with name_scope(name, "MatMul", [a, b]) as scope:
+        a = convert_to_tensor(a, name="a")
+        b = convert_to_tensor(b, dtype=None if isinstance(b, Tensor) else a.dtype, name="b")
+        ra, rb = a.shape.ndims, b.shape.ndims
+        if (ra is None or ra > 2) or (rb is None or rb > 2):
+            return make_op("BatchMatMulV2", [a, b], {"adj_x": ta, "adj_y": tb},
+                           name=scope).outputs[0]
+        return make_op("MatMul", [a, b], {"transpose_a": ta, "transpose_b": tb},
+                       name=scope).outputs[0]
+
+
+def _tensordot_axes(a: Tensor, b: Tensor, axes):
+    ra, rb = a.shape.ndims, b.shape.ndims
+    if ra is None or rb is None:
+        raise ValueError("tensordot needs inputs of known rank")
+    if isinstance(axes, (int, np.integer)):
+        n = int(axes)
+        if n < 0 or n > min(ra, rb):
+            raise ValueError(f"'axes' must be at most the rank of a and b, got {n}")
+        return list(range(ra - n, ra)), list(range(n))
+    ax_a, ax_b = axes
+    ax_a = [ax_a] if isinstance(ax_a, (int, np.integer)) else list(ax_a)
+    ax_b = [ax_b] if isinstance(ax_b, (int, np.integer)) else list(ax_b)
+    if len(ax_a) != len(ax_b):
+        raise ValueError(f"Different number of contraction axes 'a' and 'b', {len(ax_a)} != "
+                         f"{len(ax_b)}.")
+    return [int(i) % ra for i in ax_a], [int(i) % rb for i in ax_b]
+
+
+def _tensordot_infer(op):
+    a, b = op.inputs
+    if a.dtype != b.dtype:
+        raise TypeError(f"Input 'b' of 'Tensordot' has type {b.dtype.name} that does not match "
+                        f"type {a.dtype.name} of argument 'a'.")
+    ax_a, ax_b = op.attrs["axes_a"], op.attrs["axes_b"]
+    ad, bd = a.shape.as_tuple(), b.shape.as_tuple()
+    for i, j in zip(ax_a, ax_b):
+        if ad[i] is not None and bd[j] is not None and ad[i] != bd[j]:
+            raise ValueError(f"Dimensions must be equal, but are {ad[i]} and {bd[j]} for "
+                             f"'{op.name}' (op: 'Tensordot') with input shapes: "
+                             f"{shape_tf_str(a.shape)}, {shape_tf_str(b.shape)}.")
+    free = [d for i, d in enumerate(ad) if i not in ax_a]
+    free += [d for j, d in enumerate(bd) if j not in ax_b]
+    return [(a.dtype, TensorShape(free))]
+
+
+def _tensordot_ref(op, a, b):
+    return np.tensordot(a, b, axes=(list(op.attrs["axes_a"]), list(op.attrs["axes_b"])))
+
+
+def _tensordot_grad(op, g):
+    """Contract g with the other operand over its free axes, then restore the axis order."""
+    a, b = op.inputs
+    ax_a, ax_b = op.attrs["axes_a"], op.attrs["axes_b"]
+    ra, rb = a.shape.ndims, b.shape.ndims
+    free_a = [i for i in range(ra) if i not in ax_a]
+    free_b = [j for j in range(rb) if j not in ax_b]
+    nfa = len(free_a)
+    # g axes: [free_a..., free_b...]
+    ga = _tensordot_op(g, b, list(range(nfa, nfa + len(free_b))), free_b)
+    # ga axes: [free_a..., ax_b order -> contracted a axes in ax_a order]
+    ga = _permute(ga, np.argsort(free_a + list(ax_a)))
+    gb = _tensordot_op(a, g, free_a, list(range(nfa)))
+    # gb axes: [contracted a axes (ax_a order, i.e. ax_b positions)..., free_b...]
+    gb = _permute(gb, np.argsort(list(ax_b) + free_b))
+    return [ga, gb]
+
+
+register("Tensordot", infer=_tensordot_infer, ref=_tensordot_ref, grad=_tensordot_grad,
+         kind="matmul", doc="Contraction of a's axes_a with b's axes_b (NumPy's tensordot).",
+         examples=[Example(lambda a, b: tensordot(a, b, 1), [(2, 3), (3, 4)],
+                           lambda a, b: np.tensordot(a, b, 1), id="int"),
+                   Example(lambda a, b: tensordot(a, b, [[0, 2], [2, 1]]),
+                           [(2, 3, 4), (5, 4, 2)],
+                           lambda a, b: np.tensordot(a, b, [[0, 2], [2, 1]]), id="pairs")])
+
+
+def _tensordot_op(a, b, ax_a, ax_b):
+    return make_op("Tensordot", [a, b], {"axes_a": tuple(ax_a), "axes_b": tuple(ax_b)},
+                   name="Tensordot").outputs[0]
+
+
+def _permute(x: Tensor, perm) -> Tensor:
+    perm = [int(p) for p in perm]
+    if perm == list(range(len(perm))):
+        return x
+    from jitflow.ops.array import transpose
+    return transpose(x, perm)
+
+
+def tensordot(a, b, axes, name: Optional[str] = None) -> Tensor:
+    """`tf.tensordot`: sum over `axes` (an int n: the last n of a with the first n of b; or a
+    pair of axis lists)."""
+    with name_scope(name, "Tensordot", [a, b, axes]) as scope:
+        a = convert_to_tensor(a, name="a")
+        b = convert_to_tensor(b, dtype=None if isinstance(b, Tensor) else a.dtype, name="b")
+        ax_a, ax_b = _tensordot_axes(a, b, axes)
+        return make_op("Tensordot", [a, b], {"axes_a": tuple(ax_a), "axes_b": tuple(ax_b)},
+                       name=scope).outputs[0]
+
+
+def norm(tensor, ord="euclidean", axis=None, keepdims=None, name: Optional[str] = None,
+         keep_dims=None) -> Tensor:
+    """`tf.norm`: the euclidean (default, also 'fro' and 2 for vectors), 1 or inf vector norm
+    over `axis` (all elements when None)."""
+    keepdims = bool(_legacy(keepdims, keep_dims, "keepdims", "keep_dims"))
+    with name_scope(name, "norm", [tensor]) as scope:
+        x = convert_to_tensor(tensor, name="tensor")
+        if isinstance(axis, (list, tuple)) and len(axis) == 2 and ord not in (
+                "euclidean", "fro"):
+            raise ValueError(f"'ord' must be 'euclidean' or 'fro' for matrix norms, got {ord!r}")
+        if ord in ("euclidean", "fro", 2, 2.0):
+            s = reduce_sum(x * x, axis, keepdims=keepdims)
+            return make_op("Sqrt", [s], name=scope).outputs[0]
+        if ord in (1, 1.0):
+            return reduce_sum(_abs(x), axis, keepdims=keepdims, name=scope)
+        if ord == np.inf:
+            return reduce_max(_abs(x), axis, keepdims=keepdims, name=scope)
+        raise ValueError(f"'ord' must be a supported vector norm, got {ord!r}")
+
+
