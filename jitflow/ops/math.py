@@ -925,8 +925,11 @@ def where_v2(condition, x=None, y=None, name: Optional[str] = None) -> Tensor:
 
 # -- operator overloads on Tensor -----------------------------------------------------------------
 def _matmul(a, b):
+    """`a @ b`, named `matmul` as TF1 names it."""
     from jitflow.ops.linalg import matmul
-    return matmul(a, b)
+    with name_scope(None, "matmul", [a, b]) as scope:
+        a, b = convert_pair(a, b)
+        return matmul(a, b, name=scope)
 
 
 def _logical(op_type: str, scope: str):
