@@ -21,6 +21,8 @@ from jitflow.ops import *  # noqa: E402,F401,F403
 from jitflow.session import InteractiveSession, Session, get_default_session  # noqa: E402,F401
 from jitflow import nn, math, losses, random, linalg, initializers  # noqa: E402,F401
 from jitflow import compat  # noqa: E402,F401
+from jitflow.gradients import AggregationMethod, gradients, hessians  # noqa: E402,F401
+from jitflow import train  # noqa: E402,F401
 
 
 def get_collection(key: str, scope=None) -> list:

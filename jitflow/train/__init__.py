@@ -1,0 +1,43 @@
+"""`tf.train`: optimizers, learning-rate schedules, the global step and checkpoints."""
+from __future__ import annotations
+
+from jitflow.train.adagrad import AdagradOptimizer
+from jitflow.train.adam import AdamOptimizer
+from jitflow.train.gradient_descent import GradientDescentOptimizer
+from jitflow.train.learning_rate_decay import (exponential_decay, inverse_time_decay,
+                                               natural_exp_decay, piecewise_constant,
+                                               polynomial_decay)
+from jitflow.train.momentum import MomentumOptimizer
+from jitflow.train.optimizer import Optimizer
+from jitflow.train.rmsprop import RMSPropOptimizer
+from jitflow.train.saver import (CheckpointReader, CheckpointState, NewCheckpointReader, Saver,
+                                 checkpoint_exists, get_checkpoint_state, latest_checkpoint,
+                                 list_variables, load_checkpoint, load_variable,
+                                 update_checkpoint_state)
+from jitflow.train.training_util import (assert_global_step, create_global_step,
+                                         get_global_step, get_or_create_global_step,
+                                         global_step)
+
+__all__ = [
+    "Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer",
+    "AdagradOptimizer", "RMSPropOptimizer", "exponential_decay", "inverse_time_decay",
+    "natural_exp_decay", "piecewise_constant", "polynomial_decay", "Saver", "CheckpointState",
+    "CheckpointReader", "NewCheckpointReader", "checkpoint_exists", "get_checkpoint_state",
+    "latest_checkpoint", "list_variables", "load_checkpoint", "load_variable",
+    "update_checkpoint_state", "global_step", "get_global_step", "create_global_step",
+    "get_or_create_global_step", "assert_global_step",
+]
+
+_FROM_SERIALIZE = ("import_meta_graph", "export_meta_graph")
+
+
+def __getattr__(name: str):
+    """`tf.train.import_meta_graph` / `export_meta_graph` live in jitflow.serialize."""
+    if name in _FROM_SERIALIZE:
+        try:
+            from jitflow import serialize
+        except ImportError:
+            serialize = None
+        if serialize is not None and hasattr(serialize, name):
+            return getattr(serialize, name)
+    raise AttributeError(f"module 'jitflow.train' has no attribute {name!r}")
