@@ -1,0 +1,455 @@
+"""Export a compiled run signature as a standalone folder: module, state and manifest.
+
+    jitflow.export(sess, [loss, train_op], [x, y], "step/")   # or make_callable(...).save()
+    step = jitflow.load("step/")        # checks feeds; calling it updates its state
+    step.save_state()                   # writes the variables back (atomically)
+
+The folder holds
+- `<name>.py`: the generated kernels (readable, explicit loops, `njit(cache=True)`) and a tiny
+  loader, importing only numpy and numba, so the folder works where jitflow is not installed
+  (the module docstring shows the three lines);
+- `state.npz`: the variables the function reads or updates (weights, optimizer slots);
+- `manifest.json`: format version, feeds (names, dtypes, shapes with None dims), the fetch
+  structure, the variables and which of them it updates, versions, and the sha256 of every
+  file. Loading checks every hash first: a missing or changed file fails loudly.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import sys
+import tempfile
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from jitflow.graph import Operation, Tensor
+
+__all__ = ["export", "load", "read_manifest", "verify", "ExportError", "FORMAT",
+           "FORMAT_VERSION", "LOADER_SOURCE"]
+
+FORMAT = "jitflow.export"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+STATE = "state.npz"
+
+
+class ExportError(RuntimeError):
+    """An export folder is missing, corrupt, tampered with or of another format version."""
+
+
+# The loader written at the end of every exported module. It is plain Python text (it must run
+# without jitflow) and is the one implementation of loading: `jitflow.load` uses it too, after
+# checking the files' hashes before importing the module.
+LOADER_SOURCE = r'''
+# ---- loader (written by jitflow.export; needs only numpy and numba) -----------------------
+import hashlib as _hashlib
+import json as _json
+import os as _os
+import tempfile as _tempfile
+
+import numpy as _np
+
+FORMAT = "jitflow.export"
+FORMAT_VERSION = 1
+
+
+class ExportError(RuntimeError):
+    """An export folder is missing, corrupt, tampered with or of another format version."""
+
+
+def _sha256(path):
+    h = _hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def read_manifest(folder):
+    """The folder's manifest.json, after checking its format and version."""
+    path = _os.path.join(folder, "manifest.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            manifest = _json.load(f)
+    except FileNotFoundError:
+        raise ExportError(f"{folder!r} is not an exported function: it has no "
+                          "manifest.json") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ExportError(f"{path} is corrupt: {e}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise ExportError(f"{path} is not a {FORMAT} manifest")
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise ExportError(f"{path} has format version {manifest.get('format_version')!r}; "
+                          f"this loader reads version {FORMAT_VERSION}")
+    return manifest
+
+
+def verify(folder, manifest):
+    """A list of problems: files missing or not matching their sha256 in the manifest."""
+    problems = []
+    for name, digest in sorted(manifest.get("files", {}).items()):
+        path = _os.path.join(folder, name)
+        if not _os.path.isfile(path):
+            problems.append(f"{name}: missing")
+        elif _sha256(path) != digest:
+            problems.append(f"{name}: sha256 mismatch (the file was changed or truncated)")
+    for name in (manifest.get("module"), manifest.get("state", {}).get("file")):
+        if name and name not in manifest.get("files", {}):
+            problems.append(f"{name}: not covered by a hash in the manifest")
+    return problems
+
+
+def _dims_str(shape):
+    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def _build(spec, flat):
+    if "tensor" in spec:
+        return flat[spec["tensor"]]
+    if "op" in spec:
+        return None
+    if "list" in spec:
+        return [_build(s, flat) for s in spec["list"]]
+    if "tuple" in spec:
+        return tuple(_build(s, flat) for s in spec["tuple"])
+    return {k: _build(s, flat) for k, s in spec["dict"]}
+
+
+def _as_result(v):
+    return v[()] if hasattr(v, "ndim") and v.ndim == 0 else v
+
+
+class ExportedFunction:
+    """A loaded export: call it with the feeds, in the manifest's order."""
+
+    def __init__(self, folder, manifest, entry):
+        self.folder = _os.path.abspath(folder)
+        self.manifest = manifest
+        self._entry = entry
+        self._feeds = [(f["name"], _np.dtype(f["dtype"]), f["shape"])
+                       for f in manifest["feeds"]]
+        self.state = {}
+        variables = manifest["state"]["variables"]
+        if variables:
+            path = _os.path.join(self.folder, manifest["state"]["file"])
+            try:
+                with _np.load(path, allow_pickle=False) as data:
+                    arrays = {k: data[k] for k in data.files}
+            except Exception as e:  # noqa: BLE001  (zip and format errors of many kinds)
+                raise ExportError(f"{path} is corrupt: {e}") from None
+            for v in variables:
+                arr = arrays.get(v["key"])
+                if arr is None:
+                    raise ExportError(f"{path} has no value for variable {v['name']!r}")
+                if arr.dtype != _np.dtype(v["dtype"]) or list(arr.shape) != v["shape"]:
+                    raise ExportError(f"{path}: variable {v['name']!r} is {arr.dtype}"
+                                      f"{list(arr.shape)}, the manifest says {v['dtype']}"
+                                      f"{v['shape']}")
+                self.state[v["name"]] = _np.ascontiguousarray(arr).copy()
+        self._vars = tuple(self.state[v["name"]] for v in variables)
+
+    @property
+    def signature(self):
+        """`name(feed: dtype[dims], ...)` with `?` for dims of any size."""
+        args = ", ".join(f"{n}: {d.name}{_dims_str(s)}" for n, d, s in self._feeds)
+        return f"{self.manifest.get('name', 'f')}({args})"
+
+    def _check(self, i, value):
+        name, dtype, shape = self._feeds[i]
+        if isinstance(value, (_np.ndarray, _np.generic)):
+            if value.dtype != dtype:
+                raise TypeError(f"feed {name!r} must have dtype {dtype.name}, got "
+                                f"{value.dtype.name}; expected {self.signature}")
+            arr = _np.asarray(value)
+        else:
+            try:
+                arr = _np.asarray(value, dtype=dtype)
+            except (TypeError, ValueError) as e:
+                raise TypeError(f"feed {name!r} cannot be converted to {dtype.name} ({e}); "
+                                f"expected {self.signature}") from None
+        if arr.ndim != len(shape) or any(d is not None and d != s
+                                         for d, s in zip(shape, arr.shape)):
+            raise ValueError(f"feed {name!r} must have shape {_dims_str(shape)}, got "
+                             f"{list(arr.shape)}; expected {self.signature}")
+        return _np.ascontiguousarray(arr)
+
+    def __call__(self, *args):
+        if len(args) != len(self._feeds):
+            raise TypeError(f"{self.signature} takes {len(self._feeds)} feeds, got "
+                            f"{len(args)}")
+        flat = self._entry(tuple(self._check(i, a) for i, a in enumerate(args)), self._vars)
+        return _build(self.manifest["fetches"], [_as_result(v) for v in flat])
+
+    def save_state(self):
+        """Write the current variable values to the folder (state file, then manifest)."""
+        if not self.state:
+            return
+        keys = {v["name"]: v["key"] for v in self.manifest["state"]["variables"]}
+        state_name = self.manifest["state"]["file"]
+        fd, tmp = _tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".npz")
+        try:
+            with _os.fdopen(fd, "wb") as f:
+                _np.savez(f, **{keys[n]: a for n, a in self.state.items()})
+            digest = _sha256(tmp)
+            _os.replace(tmp, _os.path.join(self.folder, state_name))
+        finally:
+            if _os.path.exists(tmp):
+                _os.unlink(tmp)
+        self.manifest["files"][state_name] = digest
+        fd, tmp = _tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".json")
+        try:
+            with _os.fdopen(fd, "w", encoding="utf-8") as f:
+                _json.dump(self.manifest, f, indent=1, sort_keys=True)
+            _os.replace(tmp, _os.path.join(self.folder, "manifest.json"))
+        finally:
+            if _os.path.exists(tmp):
+                _os.unlink(tmp)
+
+    def __repr__(self):
+        return f"<exported {self.signature}>"
+
+
+def load(folder=None):
+    """Load the export this module belongs to (default: the folder holding this file)."""
+    folder = _os.path.dirname(_os.path.abspath(__file__)) if folder is None else folder
+    manifest = read_manifest(folder)
+    if manifest.get("module") != _os.path.basename(__file__):
+        raise ExportError(f"the manifest in {folder!r} describes module "
+                          f"{manifest.get('module')!r}, not {_os.path.basename(__file__)!r}")
+    if manifest.get("signature_id") != SIGNATURE_ID:
+        raise ExportError(f"the manifest in {folder!r} does not match this module "
+                          f"(signature {manifest.get('signature_id')!r}, module has "
+                          f"{SIGNATURE_ID!r})")
+    problems = verify(folder, manifest)
+    if problems:
+        raise ExportError(f"export {folder!r} failed its integrity check: "
+                          + "; ".join(problems))
+    return ExportedFunction(folder, manifest, ENTRY)
+'''
+
+
+def _sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+# -- reading ----------------------------------------------------------------------------------
+def _loader_namespace() -> dict:
+    ns: dict = {"__file__": "<loader>"}
+    exec(compile(LOADER_SOURCE, "<jitflow export loader>", "exec"), ns)  # noqa: S102
+    return ns
+
+
+def read_manifest(path: str) -> dict:
+    """The manifest of the export folder `path` (format and version checked)."""
+    try:
+        return _loader_namespace()["read_manifest"](os.fspath(path))
+    except Exception as e:  # noqa: BLE001  (re-raised as this module's class)
+        if type(e).__name__ == "ExportError":
+            raise ExportError(str(e)) from None
+        raise
+
+
+def verify(path: str, manifest: Optional[dict] = None) -> list:
+    """Problems with the folder's files (missing, or not matching their sha256); [] if none."""
+    manifest = read_manifest(path) if manifest is None else manifest
+    return _loader_namespace()["verify"](os.fspath(path), manifest)
+
+
+def load(path: str):
+    """Load an export folder: check its manifest and every file's hash, then import it.
+
+    Returns a callable taking the feeds in order; it checks their dtypes and shapes (TypeError
+    or ValueError naming the feed and the expected signature). `.state` holds the variables,
+    updated in place by training steps; `.save_state()` writes them back to the folder.
+    """
+    path = os.path.abspath(os.fspath(path))
+    manifest = read_manifest(path)
+    problems = verify(path, manifest)
+    if problems:
+        raise ExportError(f"export {path!r} failed its integrity check: " + "; ".join(problems))
+    module_path = os.path.join(path, manifest["module"])
+    stem = os.path.splitext(manifest["module"])[0]
+    mod_name = f"_jitflow_export_{hashlib.sha256(module_path.encode()).hexdigest()[:12]}_{stem}"
+    mod = sys.modules.get(mod_name)
+    if mod is None or getattr(mod, "SIGNATURE_ID", None) != manifest.get("signature_id"):
+        spec = importlib.util.spec_from_file_location(mod_name, module_path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[mod_name] = mod
+        try:
+            spec.loader.exec_module(mod)
+        except BaseException:
+            del sys.modules[mod_name]
+            raise
+    try:
+        return mod.load(path)
+    except Exception as e:  # noqa: BLE001
+        if type(e).__name__ == "ExportError":
+            raise ExportError(str(e)) from None
+        raise
+
+
+# -- writing ----------------------------------------------------------------------------------
+def _fetch_spec(fetches, index: dict, flat: list):
+    """Encode the fetch structure; tensors get their position in the flat output list."""
+    if isinstance(fetches, Operation):
+        return {"op": fetches.name}
+    if isinstance(fetches, Tensor):
+        if fetches not in index:
+            index[fetches] = len(flat)
+            flat.append(fetches)
+        return {"tensor": index[fetches]}
+    if hasattr(fetches, "_as_graph_element"):
+        return _fetch_spec(fetches._as_graph_element(), index, flat)
+    if isinstance(fetches, list):
+        return {"list": [_fetch_spec(f, index, flat) for f in fetches]}
+    if isinstance(fetches, tuple):
+        return {"tuple": [_fetch_spec(f, index, flat) for f in fetches]}
+    if isinstance(fetches, dict):
+        if not all(isinstance(k, str) for k in fetches):
+            raise TypeError("export: dict fetches need string keys")
+        return {"dict": [[k, _fetch_spec(v, index, flat)] for k, v in fetches.items()]}
+    raise TypeError(f"export: cannot export fetch {fetches!r}; give Tensors, Operations or "
+                    "lists, tuples and dicts of them")
+
+
+def _resolve_fetches(graph, fetches):
+    if isinstance(fetches, (list, tuple)) and not hasattr(fetches, "_fields"):
+        return type(fetches)(_resolve_fetches(graph, f) for f in fetches)
+    if isinstance(fetches, dict):
+        return {k: _resolve_fetches(graph, v) for k, v in fetches.items()}
+    return graph.as_graph_element(fetches, allow_tensor=True, allow_operation=True)
+
+
+def _module_name(name: str) -> str:
+    stem = re.sub(r"\W", "_", name).strip("_") or "exported"
+    if stem[0].isdigit():
+        stem = "f_" + stem
+    return stem + ".py"
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def export(sess, fetches, feed_list: Sequence = (), path: str = "exported",
+           name: str = "exported") -> str:
+    """Write the compiled function computing `fetches` from `feed_list` to the folder `path`.
+
+    The variables the function reads are taken from `sess` (they must be initialized);
+    calling the loaded function with the feeds in `feed_list` order returns the fetches in
+    their structure, updating the exported state as a `sess.run` would. Returns `path`.
+    """
+    from jitflow import __version__
+    graph = sess.graph
+    fetches = _resolve_fetches(graph, fetches)
+    feeds = [graph.as_graph_element(f, allow_tensor=True, allow_operation=False)
+             for f in feed_list]
+    if len(set(feeds)) != len(feeds):
+        raise ValueError("export: a tensor appears twice in feed_list")
+    index: dict = {}
+    flat: list = []
+    spec = _fetch_spec(fetches, index, flat)
+    program = _compile_program(sess, flat, _targets(fetches), feeds)
+    values = _state_values(sess, program["variables"])
+    os.makedirs(path, exist_ok=True)
+    module = _module_name(name)
+    updates = set(program["updates"])
+    var_records = [{"name": op.name, "key": f"v{i}", "dtype": op.attrs["dtype"].name,
+                    "shape": list(values[op].shape), "updated": op in updates}
+                   for i, op in enumerate(program["variables"])]
+    signature = {"feeds": [[t.name, t.dtype.name, _dims(t)] for t in feeds],
+                 "outputs": [[t.name, t.dtype.name] for t in flat],
+                 "variables": [[r["name"], r["dtype"], r["shape"]] for r in var_records]}
+    signature_id = hashlib.sha256(json.dumps(signature, sort_keys=True).encode()
+                                  ).hexdigest()[:16]
+    source = _module_source(program, name, module, signature_id)
+    _atomic_write(os.path.join(path, module), source.encode("utf-8"))
+    state_path = os.path.join(path, STATE)
+    fd, tmp = tempfile.mkstemp(dir=path, prefix=".tmp-", suffix=".npz")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **{r["key"]: values[op]
+                           for r, op in zip(var_records, program["variables"])})
+        os.replace(tmp, state_path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    import numba
+    manifest = {
+        "format": FORMAT, "format_version": FORMAT_VERSION, "name": name,
+        "module": module, "signature_id": signature_id,
+        "feeds": [{"name": t.name, "dtype": t.dtype.name, "shape": _dims(t)} for t in feeds],
+        "fetches": spec,
+        "outputs": [{"name": t.name, "dtype": t.dtype.name, "shape": _dims(t)} for t in flat],
+        "state": {"file": STATE, "variables": var_records},
+        "updates": [r["name"] for r in var_records if r["updated"]],
+        "versions": {"jitflow": __version__, "numba": numba.__version__,
+                     "numpy": np.__version__,
+                     "python": ".".join(map(str, sys.version_info[:3]))},
+        "files": {module: _sha256(os.path.join(path, module)), STATE: _sha256(state_path)},
+    }
+    _atomic_write(os.path.join(path, MANIFEST),
+                  json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8"))
+    return path
+
+
+def _dims(t: Tensor):
+    d = t.shape.as_tuple()
+    if d is None:
+        raise ValueError(f"export: tensor {t.name} has an unknown rank; give it a static rank "
+                         "(e.g. with set_shape) to export it")
+    return list(d)
+
+
+def _targets(fetches) -> list:
+    out: list = []
+    stack = [fetches]
+    while stack:
+        f = stack.pop()
+        if isinstance(f, Operation):
+            out.append(f)
+        elif isinstance(f, dict):
+            stack.extend(f.values())
+        elif isinstance(f, (list, tuple)):
+            stack.extend(f)
+    return out
+
+
+def _state_values(sess, var_ops) -> dict:
+    from jitflow import errors
+    values = {}
+    for op in var_ops:
+        v = sess._state.get(op)
+        if v is None:
+            raise errors.FailedPreconditionError(
+                None, op, f"export: variable {op.name} is not initialized in the session; run "
+                          "its initializer (or restore a checkpoint) before exporting")
+        values[op] = np.ascontiguousarray(np.array(v, copy=True))
+    return values
+
+
+def _compile_program(sess, flat: list, targets: list, feeds: list) -> dict:
+    """Ask the compiler for the module text of this run signature (see _module_source)."""
+    raise NotImplementedError("export needs the compiler's module source")
+
+
+def _module_source(program: dict, name: str, module: str, signature_id: str) -> str:
+    raise NotImplementedError
+
+
+_ = Any
