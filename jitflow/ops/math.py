@@ -96,10 +96,16 @@ def convert_pair(x, y):
 
     Constants made here are named `x`/`y` inside the current scope, as TF1 names them.
     """
-    if isinstance(x, Tensor) or hasattr(x, "_to_tensor"):
+    x_is_t = isinstance(x, Tensor) or hasattr(x, "_to_tensor")
+    y_is_t = isinstance(y, Tensor) or hasattr(y, "_to_tensor")
+    if x_is_t and y_is_t:
+        # two tensors keep their dtypes: a mismatch is the op's TypeError, as in TF1
+        x = convert_to_tensor(x, name="x")
+        y = convert_to_tensor(y, name="y")
+    elif x_is_t:
         x = convert_to_tensor(x, name="x")
         y = convert_to_tensor(y, dtype=x.dtype.base_dtype, name="y")
-    elif isinstance(y, Tensor) or hasattr(y, "_to_tensor"):
+    elif y_is_t:
         y = convert_to_tensor(y, name="y")
         x = convert_to_tensor(x, dtype=y.dtype.base_dtype, name="x")
     else:
