@@ -149,7 +149,7 @@ class ExportedFunction:
                     raise ExportError(f"{path}: variable {v['name']!r} is {arr.dtype}"
                                       f"{list(arr.shape)}, the manifest says {v['dtype']}"
                                       f"{v['shape']}")
-                self.state[v["name"]] = _np.ascontiguousarray(arr).copy()
+                self.state[v["name"]] = _np.array(arr, copy=True, order="C")
         self._vars = tuple(self.state[v["name"]] for v in variables)
 
     @property
@@ -175,7 +175,8 @@ class ExportedFunction:
                                          for d, s in zip(shape, arr.shape)):
             raise ValueError(f"feed {name!r} must have shape {_dims_str(shape)}, got "
                              f"{list(arr.shape)}; expected {self.signature}")
-        return _np.ascontiguousarray(arr)
+        # (np.ascontiguousarray would turn a rank-0 feed into rank 1)
+        return arr if arr.flags.c_contiguous else arr.copy(order="C")
 
     def __call__(self, *args):
         if len(args) != len(self._feeds):
@@ -439,7 +440,7 @@ def _state_values(sess, var_ops) -> dict:
             raise errors.FailedPreconditionError(
                 None, op, f"export: variable {op.name} is not initialized in the session; run "
                           "its initializer (or restore a checkpoint) before exporting")
-        values[op] = np.ascontiguousarray(np.array(v, copy=True))
+        values[op] = np.array(v, copy=True, order="C")
     return values
 
 

@@ -41,3 +41,5 @@ def __getattr__(name: str):
         if serialize is not None and hasattr(serialize, name):
             return getattr(serialize, name)
     raise AttributeError(f"module 'jitflow.train' has no attribute {name!r}")
+
+from jitflow.serialize import export_meta_graph, import_meta_graph, write_graph  # noqa: E402,F401
