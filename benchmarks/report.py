@@ -1,0 +1,282 @@
+"""Turn Results into the report: Markdown tables, the DESIGN.md §7 targets, JSON and a chart."""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+from dataclasses import dataclass
+from typing import Optional
+
+from benchmarks.harness import Results, format_cell, format_seconds
+from benchmarks.peers import peer_versions
+
+__all__ = ["TARGETS", "Target", "base_peer", "evaluate_targets", "machine_facts",
+           "to_json", "to_markdown", "write_chart"]
+
+BASES = ("jitflow", "jitflow-interp")
+
+
+@dataclass(frozen=True)
+class Target:
+    """One DESIGN.md §7 target.
+
+    kind "speedup": jitflow must be at least `value` times faster than `peer` on `case`
+    (peer time / jitflow time >= value). kind "seconds": the jitflow figure `field` of `case`
+    ("median" or an extra such as "rebatch_s") must be at most `value` seconds."""
+
+    text: str
+    case: str
+    kind: str
+    value: float
+    peer: str = ""
+    field: str = "median"
+
+
+def _chain_targets() -> list:
+    out = []
+    for n in ("1e6", "1e7"):
+        for dt in ("f32", "f64"):
+            case = f"chain/{n}/{dt}"
+            out.append(Target(f"fused chain {n} {dt} >= 3x NumPy", case, "speedup", 3, "numpy"))
+            out.append(Target(f"fused chain {n} {dt} >= 1x JAX", case, "speedup", 1, "jax"))
+    return out
+
+
+TARGETS = [
+    Target("Session.run on the seeds' graph >= 40x TF1", "seeds/run", "speedup", 40, "tf1"),
+    Target("Session.run on the seeds' graph >= 2x JAX jit", "seeds/run", "speedup", 2, "jax"),
+    Target("make_callable within 3x of a bare Numba call", "seeds/callable", "speedup", 1 / 3,
+           "numba-hand"),
+    *_chain_targets(),
+    Target("MLP step batch 64 >= 2x TF1", "mlp/b64", "speedup", 2, "tf1"),
+    Target("MLP step batch 64 >= 1.2x JAX", "mlp/b64", "speedup", 1.2, "jax"),
+    Target("MLP step batch 1024 >= 1x JAX", "mlp/b1024", "speedup", 1, "jax"),
+    Target("linear regression via Session.run >= 30x TF1", "linreg", "speedup", 30, "tf1"),
+    Target("linear regression via Session.run >= 3x JAX", "linreg", "speedup", 3, "jax"),
+    Target("MLP train step cold compile, first result <= 1 s (incl. import)", "compile/cold",
+           "seconds", 1.0),
+    Target("new process with cached kernels: first result <= 0.4 s incl. import jitflow",
+           "compile/cached", "seconds", 0.4),
+    Target("no recompilation when only a None dim changes (first step at 2x batch <= 0.1 s)",
+           "compile/cold", "seconds", 0.1, field="rebatch_s"),
+]
+
+
+def base_peer(results: Results) -> Optional[str]:
+    """The jitflow peer the ratios are about: compiled if registered, else the interpreter."""
+    for name in BASES:
+        if name in results.peer_status and results.peer_status[name] is None:
+            return name
+    return None
+
+
+def evaluate_targets(results: Results, targets=TARGETS) -> list:
+    """One dict per target: text, required, measured, status (met / missed / not measured)."""
+    base = "jitflow"  # targets are about the compiled backend only
+    case_ids = {c.id for c in results.cases}
+    rows = []
+    for t in targets:
+        row = {"target": t.text, "case": t.case, "kind": t.kind, "peer": t.peer,
+               "required": t.value, "measured": None, "status": "not measured", "why": ""}
+        rows.append(row)
+        if t.case not in case_ids:
+            row["why"] = "case not in this run"
+            continue
+        cell = results.cell(t.case, base)
+        if cell is None or cell.status != "ok":
+            row["why"] = f"jitflow: {cell.status if cell else 'not run'}"
+            continue
+        if t.kind == "speedup":
+            other = results.cell(t.case, t.peer)
+            ratio = results.speedup(t.case, base, t.peer)
+            if ratio is None:
+                row["why"] = f"{t.peer}: {other.status if other else 'not run'}"
+                continue
+            row["measured"] = ratio
+            row["status"] = "met" if ratio >= t.value else "missed"
+        else:
+            value = cell.timing.median if t.field == "median" else cell.extra.get(t.field)
+            if value is None:
+                row["why"] = f"no {t.field} figure"
+                continue
+            row["measured"] = value
+            row["status"] = "met" if value <= t.value else "missed"
+    return rows
+
+
+def _target_line(row: dict) -> str:
+    if row["kind"] == "speedup":
+        req, got = f">= {row['required']:.3g}x", (f"{row['measured']:.3g}x"
+                                                 if row["measured"] is not None else None)
+    else:
+        req, got = f"<= {format_seconds(row['required'])}", (
+            format_seconds(row["measured"]) if row["measured"] is not None else None)
+    measured = got if got is not None else f"- ({row['why']})"
+    return f"| {row['target']} | `{row['case']}` | {req} | {measured} | {row['status']} |"
+
+
+def machine_facts() -> dict:
+    """CPU, cores, OS, library versions and the thread settings in effect."""
+    cpu = platform.processor() or ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, cwd=os.path.dirname(__file__), timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    from benchmarks.threads import THREAD_ENV
+    return {
+        "cpu": cpu, "cores": os.cpu_count(),
+        "affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "os": platform.platform(), "python": platform.python_version(),
+        "versions": peer_versions(), "git_commit": commit.strip(),
+        "thread_env": {k: os.environ.get(k) for k in THREAD_ENV},
+    }
+
+
+def _peer_title(results: Results, name: str) -> str:
+    peer = next(p for p in results.peers if p.name == name)
+    return peer.label or name
+
+
+def to_markdown(results: Results, facts: dict, title: str = "jitflow benchmarks") -> str:
+    """The whole report as Markdown."""
+    base = base_peer(results)
+    names = [p.name for p in results.peers]
+    lines = [f"# {title}", ""]
+    lines += [f"Run {facts.get('date', '')}, mode `{facts.get('mode', '')}`, "
+              f"{results.seconds:.0f} s. Median per step with the interquartile range in "
+              "brackets; MLP rows in training steps per second, compile rows in seconds to "
+              "the first result (from the child process's first statement). Every cell was "
+              "checked against NumPy's result first: WRONG marks a mismatch.", ""]
+    lines += ["| case | " + " | ".join(_peer_title(results, n) for n in names) + " |",
+              "|---" * (len(names) + 1) + "|"]
+    for case in results.cases:
+        cells = [format_cell(case, results.cell(case.id, n)) for n in names]
+        lines.append(f"| {case.title} | " + " | ".join(cells) + " |")
+    lines.append("")
+    if base is None:
+        lines += ["No jitflow backend ran, so there are no ratios.", ""]
+    else:
+        others = [n for n in names if n != base and n not in BASES[:BASES.index(base)]]
+        lines += [f"## Speedup of {_peer_title(results, base)} (peer time / jitflow time)", ""]
+        if base != "jitflow":
+            lines += ["**The compiled backend did not run; these ratios are the "
+                      "interpreter's.**", ""]
+        lines += ["| case | " + " | ".join(f"vs {_peer_title(results, n)}" for n in others)
+                  + " |", "|---" * (len(others) + 1) + "|"]
+        for case in results.cases:
+            ratios = [results.speedup(case.id, base, n) for n in others]
+            lines.append(f"| {case.title} | " + " | ".join(
+                f"{r:.2f}x" if r is not None else "-" for r in ratios) + " |")
+        lines.append("")
+    lines += ["## DESIGN.md §7 targets", "", "| target | case | required | measured | status |",
+              "|---|---|---|---|---|"]
+    lines += [_target_line(r) for r in evaluate_targets(results)]
+    lines += ["", "Not measured by this suite: \"within 2x of the time the math needs at full "
+              "SIMD width\" (needs a roofline model of the chain).", ""]
+    lines += ["## Peers", ""]
+    for p in results.peers:
+        why = results.peer_status.get(p.name)
+        lines.append(f"- **{p.label}** (`{p.name}`): " + ("ran" if why is None
+                                                           else f"skipped: {why}"))
+    notes = [(c, n, results.cell(c.id, n)) for c in results.cases for n in names]
+    notes = [(c, n, cell) for c, n, cell in notes
+             if cell is not None and cell.status != "ok" and results.peer_status.get(n) is None]
+    if notes:
+        lines += ["", "## Cells that did not produce a time", ""]
+        lines += [f"- `{c.id}` on `{n}`: {cell.status}: {cell.note}" for c, n, cell in notes]
+    compile_rows = [c for c in results.cases if c.group == "compile"]
+    if compile_rows:
+        lines += ["", "## Compile-time breakdown (medians, seconds)", "",
+                  "| case | peer | import | build graph | first step | total | process wall |"
+                  " step at 2x batch |", "|---|---|---|---|---|---|---|---|"]
+        for c in compile_rows:
+            for n in names:
+                cell = results.cell(c.id, n)
+                if cell is None or cell.status != "ok":
+                    continue
+                e = cell.extra
+                lines.append(f"| {c.id} | {n} | {e['import_s']:.3f} | {e['build_s']:.3f} | "
+                             f"{e['first_step_s']:.3f} | {cell.timing.median:.3f} | "
+                             f"{e['wall_s']:.3f} | {e['rebatch_s']:.4f} |")
+        lines += ["", "Only jitflow keeps kernels on disk; for the other peers the \"kernels "
+                  "on disk\" row is another cold start."]
+    lines += ["", "## Machine", ""]
+    versions = ", ".join(f"{k} {v}" for k, v in facts["versions"].items() if v)
+    missing = ", ".join(k for k, v in facts["versions"].items() if not v)
+    lines += [f"- CPU: {facts['cpu']}; {facts['cores']} cores "
+              f"({facts['affinity']} usable by this process); {facts['os']}",
+              f"- Python {facts['python']}; {versions}" + (f" (not installed: {missing})"
+                                                           if missing else ""),
+              "- Thread settings, set before any import: " + ", ".join(
+                  f"`{k}={v}`" for k, v in facts["thread_env"].items()) + "; TF sessions use "
+              "`intra_op_parallelism_threads=1, inter_op_parallelism_threads=1`.",
+              f"- Budget: {results.budget}",
+              f"- git commit {facts.get('git_commit', '')}", ""]
+    return "\n".join(lines)
+
+
+def to_json(results: Results, facts: dict) -> str:
+    """Every raw figure: cells (with all timing samples' statistics), ratios, targets, facts."""
+    base = base_peer(results)
+    data = {
+        "facts": facts,
+        "base": base,
+        "peers": {p.name: {"label": p.label, "skipped": results.peer_status.get(p.name)}
+                  for p in results.peers},
+        "cases": [{"id": c.id, "title": c.title, "group": c.group, "metric": c.metric,
+                   "per_sample": c.per_sample, "params": c.params,
+                   "cells": {p.name: results.cell(c.id, p.name).as_dict()
+                             for p in results.peers if results.cell(c.id, p.name)},
+                   "speedup": {p.name: results.speedup(c.id, base, p.name)
+                               for p in results.peers if base and p.name != base}}
+                  for c in results.cases],
+        "targets": evaluate_targets(results),
+        "seconds": results.seconds,
+    }
+    return json.dumps(data, indent=1, default=str)
+
+
+def write_chart(results: Results, path: str) -> Optional[str]:
+    """A bar chart of jitflow's speedups (log scale); returns the path, or None without data."""
+    base = base_peer(results)
+    if base is None:
+        return None
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    others = [p.name for p in results.peers if p.name not in BASES
+              and results.peer_status.get(p.name) is None]
+    cases = results.cases
+    fig, ax = plt.subplots(figsize=(11, 0.45 * len(cases) + 1.8), dpi=80)
+    height = 0.8 / max(1, len(others))
+    for j, name in enumerate(others):
+        ys, xs = [], []
+        for i, c in enumerate(cases):
+            r = results.speedup(c.id, base, name)
+            if r is not None:
+                ys.append(i + (j - (len(others) - 1) / 2) * height)
+                xs.append(r)
+        ax.barh(ys, xs, height=height, label=_peer_title(results, name))
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_xscale("log")
+    ax.set_yticks(range(len(cases)))
+    ax.set_yticklabels([c.id for c in cases], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"speedup of {_peer_title(results, base)} (peer time / jitflow time; "
+                  ">1 means jitflow is faster)")
+    ax.legend(fontsize=8, loc="lower right")
+    ax.grid(axis="x", which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
