@@ -210,7 +210,8 @@ class Graph:
         self.seed: Optional[int] = None
         self._lock = threading.RLock()
         self._variable_store: dict = {}   # get_variable: full name -> Variable
-        self._var_scope_stack: list = []  # variable_scope state objects (jitflow.ops.state)
+        self._var_scope_stack: list = []  # VariableScope objects (jitflow.ops.variable_scope)
+        self._var_scope_counts: dict = {}  # scope name -> times entered (unique default names)
         self._attr_scope: dict = {}
 
     # -- identity --------------------------------------------------------------------------

@@ -22,8 +22,12 @@ __all__ = [
     "global_variables_initializer", "initialize_all_variables", "variables_initializer",
     "local_variables_initializer", "initialize_local_variables",
     "report_uninitialized_variables", "is_variable_initialized", "assign", "assign_add",
-    "assign_sub", "moving_average_variables", "model_variables",
+    "assign_sub", "moving_average_variables", "model_variables", "all_variables",
+    "initialize_variables",
 ]
+NAMESPACES = {"initializers": [("global_variables", "global_variables_initializer"),
+                               ("local_variables", "local_variables_initializer"),
+                               ("variables", "variables_initializer")]}
 
 
 register("VariableV2", infer=lambda op: [(op.attrs["dtype"], op.attrs["shape"])],
@@ -60,18 +64,45 @@ def _assign_ref(op, var_op, value, ctx):
     return ctx.write_var(var_op, np.array(value, dtype=var_op.attrs["dtype"].as_numpy_dtype))
 
 
+def _check_update_shape(op, old, value):
+    if np.shape(value) != np.shape(old) and np.broadcast_shapes(np.shape(old),
+                                                                 np.shape(value)) != np.shape(old):
+        from jitflow.errors import InvalidArgumentError
+        raise InvalidArgumentError(
+            None, op, f"Cannot update variable with shape {list(np.shape(old))} using a Tensor "
+                      f"with shape {list(np.shape(value))}, shapes must be equal. "
+                      f"[[node {op.name}]]")
+
+
 def _assign_add_ref(op, var_op, value, ctx):
-    return ctx.write_var(var_op, ctx.read_var(var_op) + value)
+    old = ctx.read_var(var_op)
+    _check_update_shape(op, old, value)
+    return ctx.write_var(var_op, old + value)
 
 
 def _assign_sub_ref(op, var_op, value, ctx):
-    return ctx.write_var(var_op, ctx.read_var(var_op) - value)
+    old = ctx.read_var(var_op)
+    _check_update_shape(op, old, value)
+    return ctx.write_var(var_op, old - value)
 
 
 for _t, _r in (("Assign", _assign_ref), ("AssignAdd", _assign_add_ref),
                ("AssignSub", _assign_sub_ref)):
     register(_t, infer=_assign_infer, ref=_r, needs_ctx=True, stateful=True,
              differentiable=False, kind="state")
+
+
+def _or_initial_ref(op, var_op, initial, ctx):
+    if ctx.is_initialized(var_op):
+        return np.array(ctx.read_var(var_op), copy=True)
+    return initial
+
+
+register("VariableOrInitialValue",
+         infer=lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)],
+         ref=_or_initial_ref, needs_ctx=True, stateful=True, differentiable=False,
+         kind="state", default_name="cond",
+         doc="The variable's value if it is initialized, else input 1 (initialized_value).")
 
 
 register("IsVariableInitialized", infer=lambda op: [(_dtypes.bool_, TensorShape([]))],
@@ -182,8 +213,11 @@ class Variable:
         return self._initial_value
 
     def initialized_value(self) -> Tensor:
-        """The value right after initialization (for initializing other variables from it)."""
-        return self._initial_value
+        """The variable's value if it is initialized, else its initial value: use it to
+        initialize another variable from this one in the same initializer run."""
+        with self._graph.as_default(), self._graph.control_dependencies(None):
+            return make_op("VariableOrInitialValue",
+                           [self._variable, self._initial_value]).outputs[0]
 
     def value(self) -> Tensor:
         return self._snapshot
@@ -331,6 +365,9 @@ def variables_initializer(var_list, name: str = "init") -> Operation:
     return get_default_graph().create_op("NoOp", [], name=name)
 
 
+initialize_variables = variables_initializer
+
+
 def global_variables_initializer() -> Operation:
     return variables_initializer(global_variables())
 
@@ -341,7 +378,7 @@ def initialize_all_variables() -> Operation:
 
 
 def local_variables_initializer() -> Operation:
-    return variables_initializer(local_variables(), name="init_1")
+    return variables_initializer(local_variables(), name="init")
 
 
 initialize_local_variables = local_variables_initializer
