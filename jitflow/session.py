@@ -38,6 +38,14 @@ def _interpreter_factory():
 register_backend("interpreter", _interpreter_factory)
 
 
+def _numba_factory():
+    from jitflow.compiler.cpu import NumbaBackend  # imports numba only when it compiles
+    return NumbaBackend()
+
+
+register_backend("numba", _numba_factory)
+
+
 def default_backend_name() -> str:
     name = os.environ.get("JITFLOW_BACKEND")
     if name:
@@ -351,7 +359,12 @@ class Session:
 
     # -- variable state ----------------------------------------------------------------------
     def _commit_state(self, pending: dict) -> None:
-        self._state.update(pending)
+        # Compiled kernels update variable buffers in place: keep them C-contiguous and owned.
+        for k, v in pending.items():
+            if isinstance(v, np.ndarray) and not (v.flags.c_contiguous and v.flags.owndata
+                                                  and v.flags.writeable):
+                v = np.array(v, order="C", copy=True)
+            self._state[k] = v
 
     def _load_variable(self, var_op, value) -> None:
         if self._closed:
@@ -377,6 +390,19 @@ class Session:
                 rng = np.random.default_rng(seed)
             self._rngs[op] = rng
         return rng
+
+    def inspect(self, fetches, feed_dict=None) -> str:
+        """The generated source for `run(fetches, feed_dict)`, each line tagged `# <op name>`.
+
+        Ops without a code generator are listed as reference steps.
+        """
+        feed_dict = feed_dict or {}
+        spec = self._make_spec(fetches, feed_dict)
+        vals = [chk(v) for chk, v in zip(spec.checks, feed_dict.values())]
+        describe = getattr(spec.executable, "describe", None)
+        if describe is None:
+            return "# backend %r runs the plan op by op:\n" % self.backend + spec.plan.as_text()
+        return describe([vals[i] for i in spec.feed_pos], self)
 
     def list_devices(self) -> list:
         return []

@@ -1,0 +1,297 @@
+"""CPU code generation: one Kernel (see fuse.py) -> the source of one Numba function.
+
+The function takes two tuples, `ins` (argument arrays) and `vs` (variable buffers, written in
+place), and returns a tuple with one entry per requested result (arrays, or scalars for rank
+0). Everything is explicit loops: elementwise regions are one loop nest (a flat loop when no
+operand broadcasts), each elementwise op is one typed temporary, and every line carries
+`# <op name>`. Dimension checks run first and raise `ValueError("jitflow:<op>:<what>")`, which
+the caller turns into an `InvalidArgumentError` naming the op.
+"""
+from __future__ import annotations
+
+import math
+
+from jitflow.compiler.fuse import (Apply, AssignVar, CopyVar, Kernel, Lit, Load, Loop, MatMul,
+                                   Reduce, Value)
+
+__all__ = ["generate_function", "ERROR_PREFIX"]
+
+ERROR_PREFIX = "jitflow:"
+_IND = "    "
+
+
+def _np(dtype: str) -> str:
+    return "np.bool_" if dtype == "bool" else f"np.{dtype}"
+
+
+def _dim(d) -> str:
+    if d == 1:
+        return "1"
+    if d[0] == "const":
+        return str(d[1])
+    kind, slot, axis = d
+    return f"{'d' if kind == 'in' else 'e'}{slot}_{axis}"
+
+
+def _lit(value, dtype: str) -> str:
+    if dtype == "bool":
+        return "True" if value else "False"
+    if isinstance(value, float) or dtype.startswith("float"):
+        v = float(value)
+        if math.isnan(v):
+            return f"{_np(dtype)}(np.nan)"
+        if math.isinf(v):
+            return f"{_np(dtype)}({'-' if v < 0 else ''}np.inf)"
+        return f"{_np(dtype)}({v!r})"
+    return f"{_np(dtype)}({int(value)})"
+
+
+class _Writer:
+    def __init__(self, kernel: Kernel, vecmath: dict) -> None:
+        self.k = kernel
+        self.lines: list = []
+        self.tmp = 0
+        self.vecmath = vecmath
+
+    def emit(self, depth: int, text: str, op: int = -1) -> None:
+        tag = f"  # {self.k.op_names[op]}" if op >= 0 else ""
+        self.lines.append(_IND * depth + text + tag)
+
+    # -- expressions ----------------------------------------------------------------------
+    def load(self, v: Value, idx: list, flat: bool) -> str:
+        if v.rank == 0:
+            return f"{v.name}[()]" if v.kind == "var" else v.name
+        if flat:
+            return f"f_{v.name}[{idx[0]}]"
+        rank = len(idx)
+        parts = []
+        for k, one in enumerate(v.ones):
+            parts.append("0" if one else idx[rank - v.rank + k])
+        return f"{v.name}[{', '.join(parts)}]"
+
+    def expr(self, e, idx: list, flat: bool, depth: int) -> str:
+        """Emit temporaries for `e` (one per op) and return the text of its value."""
+        if isinstance(e, Lit):
+            return _lit(e.value, e.dtype)
+        if isinstance(e, Load):
+            return self.load(e.value, idx, flat)
+        assert isinstance(e, Apply)
+        args = [self.expr(a, idx, flat, depth) for a in e.args]
+        text = self.map_functions(e.template.format(*args), e.dtype)
+        if e.cast:
+            text = f"{_np(e.dtype)}({text})"
+        self.tmp += 1
+        name = f"t{self.tmp}"
+        self.emit(depth, f"{name} = {text}", e.op)
+        return name
+
+    def map_functions(self, text: str, dtype: str) -> str:
+        for (fn, dt), helper in self.vecmath.items():
+            if dt == dtype:
+                text = text.replace(f"math.{fn}(", f"{helper}(")
+        return text
+
+    @staticmethod
+    def loads(e, acc: list) -> list:
+        if isinstance(e, Load):
+            acc.append(e.value)
+        elif isinstance(e, Apply):
+            for a in e.args:
+                _Writer.loads(a, acc)
+        return acc
+
+    def can_flatten(self, e, ones: tuple) -> bool:
+        """A flat loop works when every array operand has exactly the output's shape class."""
+        vals = [v for v in self.loads(e, []) if v.rank > 0]
+        return all(v.rank == len(ones) and v.ones == ones for v in vals)
+
+    def open_loops(self, dims: tuple, ones: tuple, depth: int, op: int, skip=()) -> tuple:
+        idx = []
+        for k, (d, one) in enumerate(zip(dims, ones)):
+            if one or k in skip:
+                idx.append("0")
+                continue
+            self.emit(depth, f"for i{k} in range({_dim(d)}):", op)
+            idx.append(f"i{k}")
+            depth += 1
+        return idx, depth
+
+    def alloc(self, v: Value, depth: int, op: int) -> None:
+        shape = ", ".join(_dim(d) for d in v.dims)
+        self.emit(depth, f"{v.name} = np.empty(({shape},), {_np(v.dtype)})", op)
+
+    def flat_views(self, vals, n: str, depth: int, op: int) -> None:
+        seen = set()
+        for v in vals:
+            if v.rank > 0 and v.name not in seen:
+                seen.add(v.name)
+                self.emit(depth, f"f_{v.name} = {v.name}.reshape({n})", op)
+
+    # -- statements -----------------------------------------------------------------------
+    def loop(self, s: Loop, depth: int) -> None:
+        out, op = s.out, s.op
+        if out.rank == 0:
+            val = self.expr(s.expr, [], False, depth)
+            self.emit(depth, f"{out.name} = {_np(out.dtype)}({val})", op)
+            return
+        self.alloc(out, depth, op)
+        self.store_loop(out, s.expr, depth, op, f"{out.name}", mode="set")
+
+    def store_loop(self, out: Value, e, depth: int, op: int, target: str, mode: str) -> None:
+        if self.can_flatten(e, out.ones):
+            n = f"n{out.name}"
+            self.emit(depth, f"{n} = {target}.size", op)
+            self.flat_views([out] + self.loads(e, []), n, depth, op)
+            self.emit(depth, f"for i in range({n}):", op)
+            val = self.expr(e, ["i"], True, depth + 1)
+            dst = f"f_{out.name}[i]"
+        else:
+            idx, d2 = self.open_loops(out.dims, out.ones, depth, op)
+            val = self.expr(e, idx, False, d2)
+            dst = f"{out.name}[{', '.join(idx)}]"
+            depth = d2 - 1
+        if mode == "set":
+            self.emit(depth + 1, f"{dst} = {val}", op)
+        else:
+            sign = "+" if mode == "add" else "-"
+            self.emit(depth + 1, f"{dst} = {dst} {sign} {val}", op)
+
+    def assign(self, s: AssignVar, depth: int) -> None:
+        v = s.var
+        if v.rank == 0:
+            val = self.expr(s.expr, [], False, depth)
+            if s.mode == "set":
+                self.emit(depth, f"{v.name}[()] = {val}", s.op)
+            else:
+                sign = "+" if s.mode == "add" else "-"
+                self.emit(depth, f"{v.name}[()] = {v.name}[()] {sign} {val}", s.op)
+            return
+        self.store_loop(v, s.expr, depth, s.op, v.name, s.mode)
+
+    def copy(self, s: CopyVar, depth: int) -> None:
+        if s.var.rank == 0:
+            self.emit(depth, f"{s.out.name} = {s.var.name}[()]", s.op)
+        else:
+            self.emit(depth, f"{s.out.name} = {s.var.name}.copy()", s.op)
+
+    def matmul(self, s: MatMul, depth: int) -> None:
+        self.alloc(s.out, depth, s.op)
+        a = s.a.name + (".T" if s.ta else "")
+        b = s.b.name + (".T" if s.tb else "")
+        self.emit(depth, f"np.dot({a}, {b}, {s.out.name})", s.op)
+
+    def reduce(self, s: Reduce, depth: int) -> None:
+        out, op, how = s.out, s.op, s.how
+        rank = len(s.ones)
+        fdt = out.dtype.startswith("float")
+        accdt = ("float64" if fdt else "int64") if how in ("sum", "mean", "prod") else out.dtype
+        if how in ("sum", "mean"):
+            init = _lit(0, accdt)
+        elif how == "prod":
+            init = _lit(1, accdt)
+        elif fdt:
+            init = _lit(-math.inf if how == "max" else math.inf, accdt)
+        else:
+            init = f"np.iinfo({_np(accdt)}).{'min' if how == 'max' else 'max'}"
+        axes = set(s.axes)
+        red = [k for k in range(rank) if k in axes and not s.ones[k]]
+        cnt = " * ".join(_dim(s.dims[k]) for k in range(rank) if k in axes) or "1"
+
+        def combine(acc: str, val: str, d: int) -> None:
+            if how in ("sum", "mean"):
+                self.emit(d, f"{acc} = {acc} + {val}", op)
+            elif how == "prod":
+                self.emit(d, f"{acc} = {acc} * {val}", op)
+            else:
+                cmp = ">" if how == "max" else "<"
+                self.emit(d, f"if {val} {cmp} {acc} or {val} != {val}:", op)
+                self.emit(d + 1, f"{acc} = {val}", op)
+
+        def finish(acc: str) -> str:
+            if how == "mean":
+                return f"{_np(out.dtype)}({acc} / ({cnt}))" if fdt else f"{acc} // ({cnt})"
+            return f"{_np(out.dtype)}({acc})"
+
+        keep = [k for k in range(rank) if k not in axes]
+        trailing = all(k < min(axes) for k in keep) if axes else True
+        acc = f"acc{out.name}"
+        if trailing:
+            if out.rank > 0:
+                self.alloc(out, depth, op)
+                self.emit(depth, f"f_{out.name} = {out.name}.reshape({out.name}.size)", op)
+                self.emit(depth, f"o{out.name} = 0", op)
+            idx_k, d2 = self.open_loops(s.dims, s.ones, depth, op, skip=axes)
+            self.emit(d2, f"{acc} = {init}", op)
+            idx = list(idx_k)
+            d3 = d2
+            for k in red:
+                self.emit(d3, f"for i{k} in range({_dim(s.dims[k])}):", op)
+                idx[k] = f"i{k}"
+                d3 += 1
+            val = self.expr(s.expr, idx, False, d3)
+            combine(acc, val, d3)
+            if out.rank > 0:
+                self.emit(d2, f"f_{out.name}[o{out.name}] = {finish(acc)}", op)
+                self.emit(d2, f"o{out.name} += 1", op)
+            else:
+                self.emit(d2, f"{out.name} = {finish(acc)}", op)
+            return
+        shape = ", ".join("1" if k in axes else _dim(s.dims[k]) for k in range(rank))
+        self.emit(depth, f"{acc} = np.empty(({shape},), {_np(accdt)})", op)
+        self.emit(depth, f"{acc}.fill({init})", op)
+        idx, d2 = self.open_loops(s.dims, s.ones, depth, op)
+        val = self.expr(s.expr, idx, False, d2)
+        aidx = ", ".join("0" if k in axes else idx[k] for k in range(rank))
+        self.emit(d2, f"a_ = {acc}[{aidx}]", op)
+        combine("a_", val, d2)
+        self.emit(d2, f"{acc}[{aidx}] = a_", op)
+        self.alloc(out, depth, op)
+        self.emit(depth, f"f_{out.name} = {out.name}.reshape({out.name}.size)", op)
+        self.emit(depth, f"f_{acc} = {acc}.reshape({acc}.size)", op)
+        self.emit(depth, f"for j in range({out.name}.size):", op)
+        self.emit(depth + 1, f"f_{out.name}[j] = {finish(f'f_{acc}[j]')}", op)
+
+
+def generate_function(kernel: Kernel, name: str, vecmath: dict | None = None) -> str:
+    """The source of one `@njit` function computing `kernel` (decorator not included)."""
+    w = _Writer(kernel, vecmath or {})
+    w.lines.append(f"def {name}(ins, vs):")
+    for v in kernel.inputs:
+        if v.rank == 0:
+            w.emit(1, f"{v.name} = ins[{v.slot}][()]")
+        else:
+            w.emit(1, f"{v.name} = ins[{v.slot}]")
+            for k, one in enumerate(v.ones):
+                if not one:
+                    w.emit(1, f"d{v.slot}_{k} = {v.name}.shape[{k}]")
+    for v in kernel.variables:
+        w.emit(1, f"{v.name} = vs[{v.slot}]")
+        for k, one in enumerate(v.ones):
+            if not one:
+                w.emit(1, f"e{v.slot}_{k} = {v.name}.shape[{k}]")
+    for c in kernel.checks:
+        w.emit(1, f"if {_dim(c.a)} != {_dim(c.b)}:", c.op)
+        w.emit(2, f"raise ValueError(\"{ERROR_PREFIX}{c.op}:{c.what}\")", c.op)
+    for s in kernel.stmts:
+        if isinstance(s, Loop):
+            w.loop(s, 1)
+        elif isinstance(s, Reduce):
+            w.reduce(s, 1)
+        elif isinstance(s, MatMul):
+            w.matmul(s, 1)
+        elif isinstance(s, AssignVar):
+            w.assign(s, 1)
+        elif isinstance(s, CopyVar):
+            w.copy(s, 1)
+        else:  # pragma: no cover
+            raise TypeError(s)
+    res = []
+    for r in kernel.results:
+        if isinstance(r, Lit):
+            res.append(_lit(r.value, r.dtype))
+        elif r.kind == "in" and r.rank > 0:
+            res.append(f"{r.name}.copy()")
+        else:
+            res.append(r.name)
+    w.emit(1, "return (" + "".join(x + ", " for x in res) + ")")
+    return "\n".join(w.lines) + "\n"

@@ -1,0 +1,534 @@
+"""The "numba" backend: a plan becomes fused native kernels, driven by a thin Python layer.
+
+Pipeline per run signature: the plan's ops are split into *segments* (maximal runs of ops with
+a code generator) and *reference steps* (ops run through their NumPy reference: ops without a
+generator, random ops, data-dependent ops). When every op has a generator the plan is one
+segment, and a run is one native call. Each segment is lowered (fuse.py) for the shape class
+of what flows in (dtype, rank, which dims are 1), generated (codegen.py), loaded through the
+cache (cache.py) and called. A new size of a `None` dimension reuses the same machine code.
+
+Semantics follow the interpreter (the oracle): variables are written in place in plan order
+(reads see the value from before any later write, as the interpreter orders them); all shape
+checks run before a kernel writes anything; a run that needs an uninitialized variable, or
+that writes variables while also running reference steps, goes through paths that leave the
+session's variables untouched on failure.
+
+Generated module layout (also what `export_source` returns; the module is self-contained,
+importing only math, numpy, numba):
+
+    def kernel(ins, vs) -> tuple
+      ins: tuple of C-contiguous arrays: the run's feeds in feed-list order, then constant
+           arrays (`layout["inputs"]` names each: ("feed", tensor name) or ("const", op name))
+      vs:  tuple of variable buffers, updated in place (`layout["variables"]`: op names)
+      returns one entry per `layout["results"]` (tensor names): arrays, scalars for rank 0.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+import warnings
+from typing import Optional
+
+import numpy as np
+
+from jitflow import errors
+from jitflow.compiler import cache as _cache
+from jitflow.compiler import fuse as _fuse
+from jitflow.compiler.codegen import ERROR_PREFIX, generate_function
+from jitflow.compiler.plan import Plan
+
+__all__ = ["NumbaBackend", "Executable", "export_source", "STATS", "debug_level"]
+
+STATS = _cache.STATS
+_WARNED_OPS: set = set()
+_DECORATOR = ('@numba.njit(cache={cache}, error_model="numpy", fastmath={"contract"}, '
+              'nogil=True)')
+_TAG = re.compile(r"  # [^\n]*$", re.M)
+
+
+def debug_level() -> int:
+    try:
+        return int(os.environ.get("JITFLOW_DEBUG", "0") or 0)
+    except ValueError:
+        return 0
+
+
+def _debug(msg: str) -> None:
+    print(f"[jitflow] {msg}", file=sys.stderr)
+
+
+def _vecmath_table() -> tuple:
+    """(helper table {(fn, dtype): name}, import line) from jitflow.compiler.vecmath, if any."""
+    try:
+        from jitflow.compiler import vecmath
+    except ImportError:
+        return {}, ""
+    table = getattr(vecmath, "HELPERS", None) or getattr(vecmath, "TABLE", None)
+    use_libm = getattr(vecmath, "use_libm", None)
+    if not isinstance(table, dict) or (callable(use_libm) and use_libm()):
+        return {}, ""
+    names = {}
+    for (fn, dt), helper in table.items():
+        hname = helper if isinstance(helper, str) else getattr(helper, "__name__", None)
+        if hname:
+            names[(fn, dt)] = f"_vm.{hname}"
+    return names, "from jitflow.compiler import vecmath as _vm\n"
+
+
+def module_source(fn_source: str, vm_import: str) -> str:
+    """A self-contained module around one generated function named `kernel`."""
+    return ("import math\n\nimport numba\nimport numpy as np\n" + vm_import + "\n\n"
+            + _DECORATOR + "\n" + fn_source)
+
+
+# -- segments -----------------------------------------------------------------------------------
+class _Segment:
+    """A run of ops compiled together; compiled lazily per input shape class."""
+
+    __slots__ = ("ops", "in_tensors", "out_tensors", "var_ops", "compiled", "last_key",
+                 "first")
+
+    def __init__(self, ops, in_tensors, out_tensors, var_ops) -> None:
+        self.ops = ops
+        self.in_tensors = in_tensors
+        self.out_tensors = out_tensors
+        self.var_ops = var_ops
+        self.compiled: dict = {}   # class key -> _Compiled
+        self.last_key = None
+        self.first = True
+
+
+class _Compiled:
+    __slots__ = ("fn", "kernel", "consts", "tagged", "source", "out_conv", "names", "var_order")
+
+    def __init__(self, fn, kernel, consts, tagged, source, names) -> None:
+        self.fn = fn
+        self.kernel = kernel
+        self.consts = consts
+        self.tagged = tagged
+        self.source = source
+        self.names = names
+        # rank-0 results come back as Python scalars: give them their numpy type
+        conv = []
+        for r in kernel.results:
+            if isinstance(r, _fuse.Lit) or r.rank == 0:
+                dt = np.dtype("bool" if r.dtype == "bool" else r.dtype)
+                conv.append(dt.type)
+            else:
+                conv.append(None)
+        self.out_conv = conv
+
+
+def _classes_key(arrays) -> tuple:
+    return tuple((a.dtype.name, tuple(d == 1 for d in a.shape)) for a in arrays)
+
+
+def _describe_change(names, old, new) -> str:
+    for n, a, b in zip(names, old, new):
+        if a == b:
+            continue
+        if a[0] != b[0]:
+            return f"{n} changed dtype {a[0]} -> {b[0]}"
+        if len(a[1]) != len(b[1]):
+            return f"{n} changed rank {len(a[1])} -> {len(b[1])}"
+        return f"{n} changed which dims are 1 {a[1]} -> {b[1]}"
+    return "new input classes"
+
+
+def compile_segment(seg: _Segment, in_arrays, var_arrays, reason: str) -> _Compiled:
+    """Lower, generate and load one segment for the classes of the given arrays."""
+    cls_in = [(t, _fuse.VClass(a.dtype.name, tuple(d == 1 for d in a.shape)))
+              for t, a in zip(seg.in_tensors, in_arrays)]
+    var_cls = {v: _fuse.class_of(a) for v, a in zip(seg.var_ops, var_arrays)}
+    kernel, consts = _fuse.lower(seg.ops, cls_in, seg.out_tensors, var_cls)
+    # the kernel's variable order is the order of first use; map to seg.var_ops order
+    order = [seg.var_ops.index(v.var_op) for v in kernel.variables]
+    vm_names, vm_import = _vecmath_table()
+    tagged = generate_function(kernel, "kernel", vm_names)
+    body = _TAG.sub("", tagged)
+    source = module_source(body, vm_import)
+    lvl = debug_level()
+    if lvl >= 1:
+        _debug(f"compile {len(seg.ops)} ops: {reason}")
+    if lvl >= 4:
+        _debug("generated source:\n" + tagged)
+    mod = _cache.load_module(source)
+    fn = mod.kernel
+    const_vals = [(slot, np.ascontiguousarray(op.attrs["value"])) for slot, op in consts]
+    names = {"inputs": [("feed", t.name) for t in seg.in_tensors]
+             + [("const", op.name) for _, op in consts],
+             "variables": [seg.var_ops[i].name for i in order],
+             "results": [t.name for t in seg.out_tensors]}
+    c = _Compiled(fn, kernel, const_vals, tagged, module_source(tagged, vm_import), names)
+    c.var_order = order  # type: ignore[attr-defined]
+    return c
+
+
+def _call(c: _Compiled, ins: list, vars_: list, seg: _Segment):
+    args = list(ins)
+    for _slot, v in c.consts:
+        args.append(v)
+    vs = tuple(vars_[i] for i in c.var_order)  # type: ignore[attr-defined]
+    fn = c.fn
+    n_before = _signatures(fn)
+    try:
+        out = fn(tuple(args), vs)
+    except ValueError as e:
+        msg = str(e)
+        if msg.startswith(ERROR_PREFIX):
+            _, idx, what = msg.split(":", 2)
+            op = seg.ops[int(idx)]
+            raise errors.InvalidArgumentError(
+                None, op, f"{what}: operands of {op.type} do not match at run time\n\t "
+                f"[[node {op.name} ({op.type})]]") from None
+        raise
+    if _signatures(fn) != n_before:
+        stats = getattr(fn, "stats", None)
+        hits = getattr(stats, "cache_hits", None)
+        if hits and sum(hits.values()) > STATS["numba_cache_hits"]:
+            STATS["numba_cache_hits"] = sum(hits.values())
+        else:
+            STATS["compiles"] += 1
+    return out
+
+
+def _signatures(fn) -> int:
+    return len(fn.overloads)
+
+
+# -- the executable ------------------------------------------------------------------------------
+class Executable:
+    """Runs one plan: a single native call when it can, else a driver around native segments."""
+
+    def __init__(self, plan: Plan, backend: "NumbaBackend") -> None:
+        self.plan = plan
+        self.backend = backend
+        self._interp = None
+        self.steps = self._split(plan)
+        self.single = (len(self.steps) == 1 and isinstance(self.steps[0], _Segment))
+        vars_ = []
+        for s in self.steps:
+            if isinstance(s, _Segment):
+                for v in s.var_ops:
+                    if v not in vars_:
+                        vars_.append(v)
+        self.var_ops = vars_
+        self.all_vars = plan.variables
+        written = set()
+        for s in self.steps:
+            if isinstance(s, _Segment):
+                for op in s.ops:
+                    if op.type in ("Assign", "AssignAdd", "AssignSub"):
+                        written.add(op.inputs[0].op)
+        self.written = [v for v in vars_ if v in written]
+        self.exact: dict = {}
+        fetch_var = []
+        for t in plan.fetches:
+            fetch_var.append(t.op.type == "VariableV2" and t not in set(plan.feeds))
+        self.fetch_var = fetch_var
+        if debug_level() >= 3:
+            _debug("plan:\n" + plan.as_text())
+
+    # -- splitting ----------------------------------------------------------------------------
+    def _split(self, plan: Plan) -> list:
+        steps: list = []
+        cur: list = []
+        for op in plan.ops:
+            ok = _fuse.supported(op)
+            if ok:
+                cur.append(op)
+            else:
+                if op.type not in _WARNED_OPS and op.type not in ("VariableV2",):
+                    _WARNED_OPS.add(op.type)
+                    warnings.warn(f"jitflow: op type {op.type} has no code generator; it runs "
+                                  "through its NumPy reference", RuntimeWarning, stacklevel=5)
+                if cur:
+                    steps.append(cur)
+                    cur = []
+                steps.append(op)
+        if cur:
+            steps.append(cur)
+        fed = set(plan.feeds)
+        # which tensors each step produces, and which are needed after it
+        produced_at: dict = {}
+        for i, s in enumerate(steps):
+            ops = s if isinstance(s, list) else [s]
+            for op in ops:
+                for t in op.outputs:
+                    if t not in fed:
+                        produced_at.setdefault(t, i)
+        needed_after: dict = {}  # tensor -> last step index needing it (len(steps) for fetch)
+        for i, s in enumerate(steps):
+            ops = s if isinstance(s, list) else [s]
+            for op in ops:
+                for t in op.inputs:
+                    needed_after[t] = max(needed_after.get(t, -1), i)
+        for t in plan.fetches:
+            needed_after[t] = len(steps)
+        out = []
+        for i, s in enumerate(steps):
+            if not isinstance(s, list):
+                out.append(s)
+                continue
+            ins, outs, var_ops = [], [], []
+            for op in s:
+                for t in op.inputs:
+                    src = t.op
+                    if src.type == "VariableV2" and t not in fed:
+                        if src not in var_ops:
+                            var_ops.append(src)
+                        continue
+                    if (t in fed or produced_at.get(t, i) != i) and t not in ins:
+                        ins.append(t)
+                if op.type == "VariableV2" and op not in var_ops:
+                    var_ops.append(op)
+            for op in s:
+                for t in op.outputs:
+                    if (t not in fed and produced_at.get(t) == i and needed_after.get(t, -1) > i
+                            and t.op.type != "VariableV2"):
+                        outs.append(t)
+            out.append(_Segment(s, ins, outs, var_ops))
+        return out
+
+    # -- running ------------------------------------------------------------------------------
+    def __call__(self, feed_values, session):
+        state = session._state
+        bufs = []
+        for v in self.var_ops:
+            b = state.get(v)
+            if b is None:
+                return self._run_interpreter(feed_values, session)
+            bufs.append(b)
+        for v in self.all_vars:
+            if v not in state:
+                return self._run_interpreter(feed_values, session)
+        while True:
+            try:
+                if self.single:
+                    return self._run_single(feed_values, bufs, state)
+                return self._run_driver(feed_values, session)
+            except _fuse.Unsupported as e:
+                self._degrade(e)
+
+    def _degrade(self, e: "_fuse.Unsupported") -> None:
+        """A segment could not be lowered: run its ops through their references instead."""
+        seg = e.args[1] if len(e.args) > 1 else None
+        steps = []
+        for s in self.steps:
+            if isinstance(s, _Segment) and (seg is None or s is seg):
+                steps.extend(s.ops)
+            else:
+                steps.append(s)
+        msg = f"jitflow: a kernel could not be generated ({e.args[0]}); its ops run " \
+              "through their NumPy references"
+        if msg not in _WARNED_OPS:
+            _WARNED_OPS.add(msg)
+            warnings.warn(msg, RuntimeWarning, stacklevel=4)
+        self.steps = steps
+        self.single = False
+        self.exact.clear()
+
+    def _run_interpreter(self, feed_values, session):
+        if self._interp is None:
+            from jitflow.interpreter import Interpreter
+            self._interp = Interpreter().compile(self.plan)
+        out = self._interp(feed_values, session)
+        held = {id(a) for a in session._state.values()}
+        return [np.array(r, copy=True) if id(r) in held else r for r in out]
+
+    def _run_single(self, feed_values, bufs, state):
+        seg = self.steps[0]
+        plan = self.plan
+        env = dict(zip(plan.feeds, feed_values))
+        ins = []
+        for t in seg.in_tensors:
+            a = env[t]
+            if not a.flags.c_contiguous:
+                a = np.ascontiguousarray(a)
+            ins.append(a)
+        key = tuple([a.shape for a in ins] + [b.shape for b in bufs])
+        c = self.exact.get(key)
+        if c is None:
+            c = self._compiled_for(seg, ins, bufs)
+            self.exact[key] = c
+        lvl2 = debug_level() >= 2
+        t0 = time.perf_counter() if lvl2 else 0.0
+        out = _call(c, ins, bufs, seg)
+        if lvl2:
+            _debug(f"run {len(seg.ops)} ops in one native call: "
+                   f"{(time.perf_counter() - t0) * 1e6:.1f} us")
+        vals = dict(zip(seg.out_tensors, _convert(c, out)))
+        results = []
+        for t, is_var in zip(plan.fetches, self.fetch_var):
+            if t in env:
+                results.append(env[t])
+            elif is_var:
+                results.append(np.array(state[t.op], copy=True))
+            else:
+                results.append(vals[t])
+        return results
+
+    def _compiled_for(self, seg: _Segment, ins, bufs) -> _Compiled:
+        ckey = _classes_key(list(ins) + list(bufs))
+        c = seg.compiled.get(ckey)
+        if c is None:
+            names = [t.name for t in seg.in_tensors] + [v.name for v in seg.var_ops]
+            reason = ("new fetch set" if seg.last_key is None
+                      else _describe_change(names, seg.last_key, ckey))
+            try:
+                c = compile_segment(seg, ins, bufs, reason)
+            except _fuse.Unsupported as e:
+                raise _fuse.Unsupported(e.args[0], seg) from None
+            seg.compiled[ckey] = c
+            seg.last_key = ckey
+        return c
+
+    def _run_driver(self, feed_values, session):
+        from jitflow.interpreter import RunContext, _resolve, run_op_reference
+        plan = self.plan
+        env = dict(zip(plan.feeds, feed_values))
+        ctx = RunContext(session)
+        for v in self.written:
+            ctx.pending[v] = np.array(session._state[v], copy=True)
+        with np.errstate(all="ignore"):
+            for step in self.steps:
+                if isinstance(step, _Segment):
+                    ins = [np.ascontiguousarray(env[t]) for t in step.in_tensors]
+                    bufs = []
+                    for v in step.var_ops:
+                        b = ctx.read_var(v)
+                        if not (isinstance(b, np.ndarray) and b.flags.c_contiguous
+                                and b.flags.writeable):
+                            b = np.array(b, copy=True)
+                            ctx.pending[v] = b
+                        bufs.append(b)
+                    c = self._compiled_for(step, ins, bufs)
+                    out = _call(c, ins, bufs, step)
+                    for t, v in zip(step.out_tensors, _convert(c, out)):
+                        if t not in env:
+                            env[t] = v
+                    continue
+                op = step
+                d = op.op_def
+                if op.type == "VariableV2":
+                    continue
+                args = [_resolve(t, env, ctx, d.needs_ctx) for t in op.inputs]
+                try:
+                    outs = run_op_reference(op, args, ctx)
+                except errors.OpError:
+                    raise
+                except (ValueError, IndexError, TypeError, ZeroDivisionError,
+                        OverflowError) as e:
+                    raise errors.InvalidArgumentError(
+                        None, op, f"{e}\n\t [[node {op.name} ({op.type})]]") from e
+                for t, v in zip(op.outputs, outs):
+                    if t not in env:
+                        env[t] = v
+            results = []
+            for t in plan.fetches:
+                if t.op.type == "VariableV2" and t not in env:
+                    results.append(np.array(ctx.read_var(t.op), copy=True))
+                else:
+                    results.append(env[t])
+        ctx.commit()
+        return results
+
+    # -- introspection ------------------------------------------------------------------------
+    def sources(self, feed_values, session) -> list:
+        """(segment, compiled) for each native segment, compiled for these feeds if needed.
+
+        Segments after a reference step are compiled for the classes the driver sees, so this
+        runs the plan's reference steps on a scratch context when there are any.
+        """
+        out = []
+        state = session._state
+        if self.single:
+            seg = self.steps[0]
+            env = dict(zip(self.plan.feeds, feed_values))
+            ins = [np.ascontiguousarray(env[t]) for t in seg.in_tensors]
+            bufs = [state.get(v) for v in self.var_ops]
+            if any(b is None for b in bufs):
+                bufs = [b if b is not None else _placeholder_var(v)
+                        for b, v in zip(bufs, self.var_ops)]
+            out.append((seg, self._compiled_for(seg, ins, bufs)))
+            return out
+        for s in self.steps:
+            if isinstance(s, _Segment):
+                for c in s.compiled.values():
+                    out.append((s, c))
+        return out
+
+
+def _describe(self, feed_values, session) -> str:
+    """Readable view of what a run executes: generated sources and reference steps."""
+    if self.single:
+        (_seg, c), = self.sources(feed_values, session)
+        return c.tagged
+    parts = []
+    for s in self.steps:
+        if isinstance(s, _Segment):
+            if s.compiled:
+                for c in s.compiled.values():
+                    parts.append(c.tagged)
+            else:
+                parts.append(f"# native segment of {len(s.ops)} ops (compiled at first run): "
+                             + ", ".join(op.name for op in s.ops))
+        elif s.type != "VariableV2":
+            parts.append(f"# reference step: {s.name} ({s.type})")
+    return "\n".join(parts)
+
+
+Executable.describe = _describe
+
+
+def _placeholder_var(var_op):
+    shape = var_op.attrs["shape"].as_tuple() or ()
+    return np.zeros([d if d is not None else 2 for d in shape],
+                    var_op.attrs["dtype"].as_numpy_dtype)
+
+
+def _convert(c: _Compiled, out) -> list:
+    return [v if conv is None else conv(v) for v, conv in zip(out, c.out_conv)]
+
+
+class NumbaBackend:
+    """Backend compiling plans to fused Numba kernels (the default)."""
+
+    name = "numba"
+
+    def compile(self, plan: Plan) -> Executable:
+        return Executable(plan, self)
+
+
+def export_source(session, fetches, feed_list=(), feed_values: Optional[list] = None) -> dict:
+    """The generated module for one run signature, for writing it out as a standalone module.
+
+    Returns {"source": module text, "entry": "kernel", "layout": {"inputs": [...],
+    "variables": [...], "results": [...]}, "constants": {op name: ndarray}}: see the module
+    docstring for the calling convention. Feed values (optional) pick the shape class; without
+    them every unknown dimension is assumed not to be 1. Raises NotImplementedError when the
+    plan has ops that run through references.
+    """
+    feed_list = list(feed_list)
+    runner = session.make_callable(fetches, feed_list)
+    spec = runner.spec
+    ex = spec.executable
+    if not isinstance(ex, Executable) or not ex.single:
+        raise NotImplementedError("export needs a plan where every op has a code generator")
+    if feed_values is None:
+        feed_values = []
+        for t in spec.plan.feeds:
+            dims = t.shape.as_tuple() or ()
+            feed_values.append(np.zeros([d if d is not None else 2 for d in dims],
+                                        t.dtype.as_numpy_dtype))
+    else:
+        pos = {t: i for i, t in enumerate(spec.feeds)}
+        feed_values = [np.asarray(feed_values[pos[t]], t.dtype.as_numpy_dtype)
+                       for t in spec.plan.feeds]
+    (seg, c), = ex.sources(feed_values, session)
+    return {"source": c.source.replace("{cache}", "False"), "entry": "kernel",
+            "layout": dict(c.names),
+            "constants": {op_name: arr for (_, arr), (_k, op_name) in
+                          zip(c.consts, [n for n in c.names["inputs"] if n[0] == "const"])}}

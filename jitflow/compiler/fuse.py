@@ -1,0 +1,561 @@
+"""Lowering: a run of plan ops -> one kernel description (the IR the code generators read).
+
+The IR says *what* to compute, never how a CPU or GPU spells it:
+
+- a `Value` is an array (or scalar) that exists at run time: a kernel input (`in`), a variable
+  buffer (`var`), or a buffer or scalar the kernel materializes (`buf`);
+- every dimension is symbolic: `1` (known from the shape class) or `("in"|"var", slot, axis)`,
+  the runtime size of an input's axis; broadcasting is therefore resolved here, once;
+- an expression tree (`Load`, `Lit`, `Apply`) describes one element of an elementwise region;
+  ops with a single elementwise/reduce/assign consumer are inlined into it and never stored;
+- statements (`Loop`, `Reduce`, `MatMul`, `AssignVar`, `CopyVar`) run in plan order;
+  `Check`s (broadcast and matmul dimension agreement) are hoisted before any statement, so a
+  failing run raises before anything is written.
+
+Variables are updated in place, in plan order, as the interpreter orders its reads and writes;
+an inlined expression that reads a variable is materialized before a later write to it.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+import numpy as np
+
+__all__ = ["VClass", "Value", "Load", "Lit", "Apply", "Loop", "Reduce", "MatMul", "AssignVar",
+           "CopyVar", "Check", "Kernel", "lower", "supported", "class_of"]
+
+Dim = Union[int, tuple]
+
+
+# -- shape classes ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class VClass:
+    """The shape class of a runtime value: dtype name and, per dim, whether it is 1."""
+
+    dtype: str
+    ones: tuple
+
+    @property
+    def rank(self) -> int:
+        return len(self.ones)
+
+
+def class_of(arr) -> VClass:
+    """The shape class of an ndarray (or numpy scalar)."""
+    return VClass(arr.dtype.name, tuple(d == 1 for d in np.shape(arr)))
+
+
+# -- values and expressions -------------------------------------------------------------------
+@dataclass(eq=False)
+class Value:
+    """A runtime array: `kind` is "in" (argument), "var" (variable buffer) or "buf" (local)."""
+
+    kind: str
+    slot: int
+    dtype: str
+    ones: tuple
+    dims: tuple
+    name: str = ""
+
+    @property
+    def rank(self) -> int:
+        return len(self.ones)
+
+
+@dataclass(eq=False)
+class Load:
+    value: Value
+
+
+@dataclass(eq=False)
+class Lit:
+    value: object
+    dtype: str
+
+
+@dataclass(eq=False)
+class Apply:
+    """One elementwise op: `template` (registry syntax, `{0}`...) over `args`."""
+
+    template: str
+    args: list
+    dtype: str
+    op: int
+    cast: bool = False
+
+
+@dataclass(eq=False)
+class Pending:
+    """An elementwise result not yet stored: its expression, dims and the variables it reads."""
+
+    expr: object
+    dtype: str
+    ones: tuple
+    dims: tuple
+    reads: frozenset
+    pos: int
+    consumed: bool = False
+
+
+# -- statements -------------------------------------------------------------------------------
+@dataclass(eq=False)
+class Check:
+    a: Dim
+    b: Dim
+    op: int
+    what: str
+
+
+@dataclass(eq=False)
+class Loop:
+    out: Value
+    expr: object
+    op: int
+
+
+@dataclass(eq=False)
+class Reduce:
+    """Reduce `expr` (over the input space `dims`/`ones`) along `axes` with `how`."""
+
+    out: Value
+    expr: object
+    dims: tuple
+    ones: tuple
+    axes: tuple
+    how: str
+    op: int
+
+
+@dataclass(eq=False)
+class MatMul:
+    out: Value
+    a: Value
+    b: Value
+    ta: bool
+    tb: bool
+    op: int
+
+
+@dataclass(eq=False)
+class AssignVar:
+    var: Value
+    expr: object
+    mode: str  # "set", "add" or "sub"
+    op: int
+
+
+@dataclass(eq=False)
+class CopyVar:
+    out: Value
+    var: Value
+    op: int
+
+
+@dataclass(eq=False)
+class Kernel:
+    """One native function: inputs, variable buffers, checks, statements, results."""
+
+    inputs: list            # [Value] argument arrays, in argument order
+    variables: list         # [Value] variable buffers, in argument order
+    checks: list
+    stmts: list
+    results: list           # [Value or Lit] one per requested output
+    op_names: list          # op index -> op name (for tags and error messages)
+    op_types: list
+    buffers: int = 0
+    notes: list = field(default_factory=list)
+
+
+# -- what can be compiled ----------------------------------------------------------------------
+_FLOAT = ("float32", "float64")
+_REDUCE_HOW = {"Sum": "sum", "Mean": "mean", "Max": "max", "Min": "min", "Prod": "prod"}
+_SKIP = ("NoOp",)
+
+
+def supported(op) -> bool:
+    """Whether `op` has a code generator (otherwise it runs through its reference)."""
+    t = op.type
+    d = op.op_def
+    if t in _SKIP or t in ("VariableV2", "Placeholder", "Const"):
+        return True
+    dt = [x.dtype.name for x in op.inputs] + [x.dtype.name for x in op.outputs]
+    if any(n not in _NUMERIC_NAMES for n in dt):
+        return False
+    if d.kind == "elementwise" and d.template is not None:
+        return True
+    if t in _REDUCE_HOW:
+        x = op.inputs[0]
+        if x.shape.ndims is None:
+            return False
+        if t == "Mean" and x.dtype.name not in _FLOAT:
+            return False
+        return True
+    if t == "Unbroadcast":
+        return op.inputs[0].shape.ndims is not None and op.inputs[1].shape.ndims is not None
+    if t in ("MatMul", "BatchMatMul", "BatchMatMulV2"):
+        return (t == "MatMul" and op.inputs[0].dtype.name in _FLOAT
+                and op.inputs[0].shape.ndims == 2 and op.inputs[1].shape.ndims == 2
+                and not op.attrs.get("adjoint_a") and not op.attrs.get("adjoint_b"))
+    if t in ("Assign", "AssignAdd", "AssignSub"):
+        return bool(op.attrs.get("validate_shape", True))
+    return False
+
+
+_NUMERIC_NAMES = {"float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
+                  "uint32", "uint64", "bool"}
+
+_LITERAL = re.compile(r"(?<![\w.{}\]])(\d+\.\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?"
+                      r"|\d+[eE][-+]?\d+|\d+)(?![\w.(])")
+
+
+def _template_text(op) -> str:
+    """The op's template with `{dtype}` filled and bare numeric literals typed (float math)."""
+    tmpl = op.op_def.template
+    if callable(tmpl):
+        tmpl = tmpl(op)
+    out_dt = op.outputs[0].dtype.name
+    in_dt = op.inputs[0].dtype.name if op.inputs else out_dt
+    float_dt = out_dt if out_dt in _FLOAT else (in_dt if in_dt in _FLOAT else None)
+    np_name = "bool_" if out_dt == "bool" else out_dt
+    # Protect placeholders, type the literals of float ops, then put `{dtype}` in.
+    parts = re.split(r"(\{\w*\})", tmpl)
+    for i in range(0, len(parts), 2):
+        if float_dt is not None:
+            parts[i] = _LITERAL.sub(lambda m: f"np.{float_dt}({m.group(1)})", parts[i])
+    text = "".join(p if i % 2 == 0 or p != "{dtype}" else np_name for i, p in enumerate(parts))
+    return text
+
+
+# -- lowering ---------------------------------------------------------------------------------
+class _Unsupported(Exception):
+    pass
+
+
+class Lowerer:
+    """Turns an ordered list of ops into one Kernel, given the classes of what flows in."""
+
+    def __init__(self, ops, inputs, outputs, var_classes, const_scalars=True) -> None:
+        self.ops = list(ops)
+        self.in_tensors = [t for t, _ in inputs]
+        self.outputs = list(outputs)
+        self.var_classes = var_classes   # var op -> VClass
+        self.info: dict = {}             # tensor -> Value | Lit | Pending
+        self.kinputs: list = []
+        self.kvars: list = []
+        self.var_value: dict = {}
+        self.checks: list = []
+        self.stmts: list = []
+        self.nbuf = 0
+        self.const_inputs: list = []     # Const ops passed as arguments
+        for t, cls in inputs:
+            self.info[t] = self._new_input(cls)
+        self.fed = set(self.in_tensors)
+        # consumer counts within this kernel (+1 for a requested output)
+        self.uses: dict = {}
+        for op in self.ops:
+            for t in op.inputs:
+                self.uses[t] = self.uses.get(t, 0) + 1
+        for t in self.outputs:
+            self.uses[t] = self.uses.get(t, 0) + 1
+        self.inlinable: dict = {}
+        for op in self.ops:
+            for i, t in enumerate(op.inputs):
+                self.inlinable.setdefault(t, []).append(_can_inline_into(op, i))
+        self.writes: dict = {}  # var op -> positions of writes
+
+    # -- values ---------------------------------------------------------------------------
+    def _new_input(self, cls: VClass) -> Value:
+        slot = len(self.kinputs)
+        dims = tuple(1 if one else ("in", slot, k) for k, one in enumerate(cls.ones))
+        v = Value("in", slot, cls.dtype, cls.ones, dims, f"a{slot}")
+        self.kinputs.append(v)
+        return v
+
+    def _var(self, var_op) -> Value:
+        v = self.var_value.get(var_op)
+        if v is None:
+            cls = self.var_classes[var_op]
+            slot = len(self.kvars)
+            dims = tuple(1 if one else ("var", slot, k) for k, one in enumerate(cls.ones))
+            v = Value("var", slot, cls.dtype, cls.ones, dims, f"v{slot}")
+            self.kvars.append(v)
+            self.var_value[var_op] = v
+            v.var_op = var_op
+        return v
+
+    def _buf(self, dtype: str, ones: tuple, dims: tuple) -> Value:
+        self.nbuf += 1
+        return Value("buf", self.nbuf, dtype, ones, dims, f"b{self.nbuf}")
+
+    # -- expressions ----------------------------------------------------------------------
+    def _expr(self, t, shape_only: bool = False):
+        """(expr, dtype, ones, dims, reads) for tensor `t` as seen by a consumer now."""
+        inf = self.info.get(t)
+        if isinstance(inf, Pending) and not shape_only:
+            inf.consumed = True
+        if inf is None:
+            if t.op.type == "VariableV2":
+                v = self._var(t.op)
+                return Load(v), v.dtype, v.ones, v.dims, frozenset([t.op])
+            raise _Unsupported(f"no value for {t.name}")
+        if isinstance(inf, Pending):
+            return inf.expr, inf.dtype, inf.ones, inf.dims, inf.reads
+        if isinstance(inf, Lit):
+            return inf, inf.dtype, (), (), frozenset()
+        reads = frozenset([inf.var_op]) if inf.kind == "var" else frozenset()
+        return Load(inf), inf.dtype, inf.ones, inf.dims, reads
+
+    def _value(self, t, pos: int) -> Value:
+        """`t` as a stored array (materializing a pending expression)."""
+        inf = self.info.get(t)
+        if isinstance(inf, Value):
+            return inf
+        if inf is None and t.op.type == "VariableV2":
+            return self._var(t.op)
+        if isinstance(inf, Lit):
+            raise _Unsupported("scalar literal where an array is needed")
+        return self._materialize(t, inf, pos)
+
+    def _materialize(self, t, p: Pending, pos: int) -> Value:
+        out = self._buf(p.dtype, p.ones, p.dims)
+        self.stmts.append(Loop(out, p.expr, pos))
+        self.info[t] = out
+        return out
+
+    def _broadcast(self, parts, pos: int):
+        rank = max((len(o) for _, _, o, _, _ in parts), default=0)
+        ones, dims = [], []
+        for k in range(rank):
+            chosen = None
+            for _, _, o, d, _ in parts:
+                j = k - (rank - len(o))
+                if j < 0 or o[j]:
+                    continue
+                if chosen is None:
+                    chosen = d[j]
+                elif d[j] != chosen:
+                    self.checks.append(Check(chosen, d[j], pos, "Incompatible shapes"))
+            ones.append(chosen is None)
+            dims.append(1 if chosen is None else chosen)
+        return tuple(ones), tuple(dims)
+
+    def _flush_reads(self, var_op, pos: int) -> None:
+        """Store pending expressions that read `var_op` before it is written."""
+        for t, inf in list(self.info.items()):
+            if isinstance(inf, Pending) and var_op in inf.reads and not inf.consumed:
+                self._materialize(t, inf, pos)
+
+    # -- ops ------------------------------------------------------------------------------
+    def lower(self) -> Kernel:
+        for pos, op in enumerate(self.ops):
+            self._lower_op(op, pos)
+        results = []
+        for t in self.outputs:
+            inf = self.info.get(t)
+            if isinstance(inf, Pending):
+                inf = self._materialize(t, inf, len(self.ops))
+            if inf is None and t.op.type == "VariableV2":
+                raise _Unsupported("variable fetched from a kernel")
+            results.append(inf)
+        return Kernel(self.kinputs, self.kvars, self.checks, self.stmts, results,
+                      [op.name for op in self.ops], [op.type for op in self.ops], self.nbuf)
+
+    def _set(self, t, pos: int, value) -> None:
+        if t in self.fed:
+            return
+        self.info[t] = value
+
+    def _lower_op(self, op, pos: int) -> None:
+        t = op.type
+        d = op.op_def
+        outs = op.outputs
+        if t in _SKIP or t == "VariableV2" or t == "Placeholder":
+            return
+        if t == "Const":
+            val = op.attrs["value"]
+            if outs[0] in self.fed:
+                return
+            if np.ndim(val) == 0:
+                self.info[outs[0]] = Lit(val.item() if hasattr(val, "item") else val,
+                                         outs[0].dtype.name)
+            else:
+                v = self._new_input(class_of(np.asarray(val)))
+                self.const_inputs.append((v.slot, op))
+                self.info[outs[0]] = v
+            return
+        if all(o in self.fed for o in outs) and not d.stateful:
+            return
+        if d.kind == "elementwise":
+            return self._lower_elementwise(op, pos)
+        if t in _REDUCE_HOW:
+            return self._lower_reduce(op, pos, _REDUCE_HOW[t], op.attrs["axis"],
+                                      bool(op.attrs["keepdims"]))
+        if t == "Unbroadcast":
+            return self._lower_unbroadcast(op, pos)
+        if t == "MatMul":
+            return self._lower_matmul(op, pos)
+        if t in ("Assign", "AssignAdd", "AssignSub"):
+            return self._lower_assign(op, pos)
+        raise _Unsupported(t)
+
+    def _lower_elementwise(self, op, pos: int) -> None:
+        out = op.outputs[0]
+        if op.type == "BroadcastTo":
+            target = op.attrs.get("shape")
+            if len(op.inputs) != 1 or target is None or any(
+                    not isinstance(d, (int, np.integer)) or d < 0 for d in target):
+                raise _Unsupported("BroadcastTo with a computed shape")
+            parts = [self._expr(op.inputs[0])]
+            shape_part = (None, None, tuple(int(d) == 1 for d in target),
+                          tuple(1 if int(d) == 1 else ("const", int(d)) for d in target), None)
+            ones, dims = self._broadcast(parts + [shape_part], pos)
+        else:
+            parts = [self._expr(x) for x in op.inputs]
+            ones, dims = self._broadcast(parts, pos)
+        static = out.shape.as_tuple()
+        if static is not None and (len(static) != len(ones) or any(
+                s is not None and (s == 1) != one for s, one in zip(static, ones))):
+            raise _Unsupported(f"{op.type} is not a broadcasting elementwise op here")
+        dtype = out.dtype.name
+        cast = op.type == "Cast" or (
+            parts and dtype != parts[0][1] and dtype != "bool")
+        expr = Apply(_template_text(op), [p[0] for p in parts], dtype, pos, cast)
+        reads = frozenset().union(*[p[4] for p in parts]) if parts else frozenset()
+        if out in self.fed:
+            return
+        n = self.uses.get(out, 0)
+        if n == 0:
+            return  # nothing reads it: pure, so skip it
+        p = Pending(expr, dtype, ones, dims, reads, pos)
+        self.info[out] = p
+        inl = self.inlinable.get(out, [])
+        if not (n == 1 and len(inl) == 1 and inl[0] and out not in self.outputs):
+            if not ones:
+                self.info[out] = _scalar_or_buf(self, p, pos)
+            else:
+                self._materialize(out, p, pos)
+
+    def _lower_reduce(self, op, pos: int, how: str, axis, keep: bool, out_dims=None) -> None:
+        expr, dtype, ones, dims, _ = self._expr(op.inputs[0])
+        rank = len(ones)
+        axes = tuple(range(rank)) if axis is None else tuple(sorted(
+            a + rank if a < 0 else a for a in axis))
+        if out_dims is None:
+            o_ones = tuple(True if k in axes else ones[k] for k in range(rank)
+                           if keep or k not in axes)
+            o_dims = tuple(1 if k in axes else dims[k] for k in range(rank)
+                           if keep or k not in axes)
+        else:
+            o_ones, o_dims = out_dims
+        out = op.outputs[0]
+        if out in self.fed:
+            return
+        v = self._buf(out.dtype.name, o_ones, o_dims)
+        self.stmts.append(Reduce(v, expr, dims, ones, axes, how, pos))
+        self.info[out] = v
+
+    def _lower_unbroadcast(self, op, pos: int) -> None:
+        g, x = op.inputs
+        _, _, g_ones, g_dims, _ = self._expr(g, shape_only=True)
+        _, _, x_ones, x_dims, _ = self._expr(x, shape_only=True)
+        lead = len(g_ones) - len(x_ones)
+        if lead < 0:
+            raise _Unsupported("unbroadcast to a higher rank")
+        axes = tuple(range(lead)) + tuple(
+            k + lead for k, one in enumerate(x_ones) if one and not g_ones[k + lead])
+        for k, one in enumerate(x_ones):
+            if not one and not g_ones[k + lead] and g_dims[k + lead] != x_dims[k]:
+                self.checks.append(Check(g_dims[k + lead], x_dims[k], pos, "Incompatible shapes"))
+        if not axes and lead == 0:
+            # same shape class: a plain (inlinable) identity
+            expr, dtype, ones, dims, reads = self._expr(g)
+            out = op.outputs[0]
+            p = Pending(expr, dtype, x_ones, x_dims, reads, pos)
+            self.info[out] = p
+            n = self.uses.get(out, 0)
+            inl = self.inlinable.get(out, [])
+            if not (n == 1 and len(inl) == 1 and inl[0] and out not in self.outputs):
+                self.info[out] = (_scalar_or_buf(self, p, pos) if not x_ones
+                                  else self._materialize(out, p, pos))
+            return
+        self._lower_reduce(op, pos, "sum", axes, False, out_dims=(x_ones, x_dims))
+
+    def _lower_matmul(self, op, pos: int) -> None:
+        ta = bool(op.attrs.get("transpose_a"))
+        tb = bool(op.attrs.get("transpose_b"))
+        a = self._value(op.inputs[0], pos)
+        b = self._value(op.inputs[1], pos)
+        if isinstance(a, Lit) or isinstance(b, Lit) or a.rank != 2 or b.rank != 2:
+            raise _Unsupported("matmul operands")
+        m, ka = (a.dims[1], a.dims[0]) if ta else (a.dims[0], a.dims[1])
+        kb, n = (b.dims[1], b.dims[0]) if tb else (b.dims[0], b.dims[1])
+        mo, ko_a = (a.ones[1], a.ones[0]) if ta else (a.ones[0], a.ones[1])
+        ko_b, no = (b.ones[1], b.ones[0]) if tb else (b.ones[0], b.ones[1])
+        if ka != kb:
+            self.checks.append(Check(ka, kb, pos, "Matrix size-incompatible"))
+        out = op.outputs[0]
+        if out in self.fed:
+            return
+        v = self._buf(out.dtype.name, (mo, no), (m, n))
+        self.stmts.append(MatMul(v, a, b, ta, tb, pos))
+        self.info[out] = v
+
+    def _lower_assign(self, op, pos: int) -> None:
+        ref, value = op.inputs
+        var_op = ref.op
+        if var_op not in self.var_classes:
+            raise _Unsupported("assign to an unknown variable")
+        var = self._var(var_op)
+        expr, dtype, ones, dims, reads = self._expr(value)
+        if len(ones) > var.rank:
+            raise _Unsupported("assign value of higher rank")
+        # the value must have the variable's shape (TF1: validate_shape)
+        lead = var.rank - len(ones)
+        for k in range(var.rank):
+            j = k - lead
+            vd = 1 if j < 0 else dims[j]
+            if vd != var.dims[k]:
+                if op.type == "Assign" or vd != 1:
+                    self.checks.append(Check(var.dims[k], vd, pos, "Assign shapes"))
+        self._flush_reads(var_op, pos)
+        self.stmts.append(AssignVar(var, expr, {"Assign": "set", "AssignAdd": "add",
+                                                "AssignSub": "sub"}[op.type], pos))
+        out = op.outputs[0]
+        if self.uses.get(out, 0) and out not in self.fed:
+            c = self._buf(var.dtype, var.ones, var.dims)
+            self.stmts.append(CopyVar(c, var, pos))
+            self.info[out] = c
+
+
+def _scalar_or_buf(low: Lowerer, p: Pending, pos: int) -> Value:
+    """A rank-0 result: a local scalar."""
+    low.nbuf += 1
+    v = Value("buf", low.nbuf, p.dtype, (), (), f"s{low.nbuf}")
+    low.stmts.append(Loop(v, p.expr, pos))
+    return v
+
+
+def _can_inline_into(op, i: int) -> bool:
+    """Whether input `i` of `op` may be an inlined expression rather than a stored array."""
+    d = op.op_def
+    if d.kind == "elementwise" and d.template is not None and supported(op):
+        return True
+    if op.type in _REDUCE_HOW and supported(op):
+        return True
+    if op.type == "Unbroadcast" and supported(op):
+        return True
+    if op.type in ("Assign", "AssignAdd", "AssignSub") and i == 1 and supported(op):
+        return True
+    return False
+
+
+def lower(ops, inputs, outputs, var_classes) -> tuple:
+    """Lower `ops` to a Kernel; returns (kernel, [(input slot, Const op)]) or raises."""
+    low = Lowerer(ops, inputs, outputs, var_classes)
+    return low.lower(), low.const_inputs
+
+
+Unsupported = _Unsupported
+_ = Optional
