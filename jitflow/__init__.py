@@ -93,3 +93,5 @@ class RunMetadata(ConfigProto):
     pass
 
 from jitflow.serialize import import_graph_def  # noqa: E402,F401
+from jitflow.export import export, load  # noqa: E402,F401
+from jitflow import viz  # noqa: E402,F401

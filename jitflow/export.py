@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import io
 import json
 import os
 import re
 import sys
 import tempfile
-from typing import Any, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -119,10 +120,6 @@ def _build(spec, flat):
     return {k: _build(s, flat) for k, s in spec["dict"]}
 
 
-def _as_result(v):
-    return v[()] if hasattr(v, "ndim") and v.ndim == 0 else v
-
-
 class ExportedFunction:
     """A loaded export: call it with the feeds, in the manifest's order."""
 
@@ -132,25 +129,31 @@ class ExportedFunction:
         self._entry = entry
         self._feeds = [(f["name"], _np.dtype(f["dtype"]), f["shape"])
                        for f in manifest["feeds"]]
-        self.state = {}
-        variables = manifest["state"]["variables"]
-        if variables:
-            path = _os.path.join(self.folder, manifest["state"]["file"])
-            try:
-                with _np.load(path, allow_pickle=False) as data:
-                    arrays = {k: data[k] for k in data.files}
-            except Exception as e:  # noqa: BLE001  (zip and format errors of many kinds)
-                raise ExportError(f"{path} is corrupt: {e}") from None
-            for v in variables:
-                arr = arrays.get(v["key"])
-                if arr is None:
-                    raise ExportError(f"{path} has no value for variable {v['name']!r}")
-                if arr.dtype != _np.dtype(v["dtype"]) or list(arr.shape) != v["shape"]:
-                    raise ExportError(f"{path}: variable {v['name']!r} is {arr.dtype}"
-                                      f"{list(arr.shape)}, the manifest says {v['dtype']}"
-                                      f"{v['shape']}")
-                self.state[v["name"]] = _np.array(arr, copy=True, order="C")
-        self._vars = tuple(self.state[v["name"]] for v in variables)
+        self._outputs = [(o["from"][0], o["from"][1], _np.dtype(o["dtype"]).type)
+                         for o in manifest["outputs"]]
+        path = _os.path.join(self.folder, manifest["state"]["file"])
+        try:
+            with _np.load(path, allow_pickle=False) as data:
+                arrays = {k: data[k] for k in data.files}
+        except Exception as e:  # noqa: BLE001  (zip and format errors of many kinds)
+            raise ExportError(f"{path} is corrupt: {e}") from None
+        entries = [(v["name"], v) for v in manifest["state"]["variables"]]
+        entries += [(c["key"], c) for c in manifest["state"].get("constants", [])]
+        loaded = {}
+        for name, v in entries:
+            arr = arrays.get(v["key"])
+            if arr is None:
+                raise ExportError(f"{path} has no value for {name!r}")
+            if arr.dtype != _np.dtype(v["dtype"]) or list(arr.shape) != v["shape"]:
+                raise ExportError(f"{path}: {name!r} is {arr.dtype}{list(arr.shape)}, the "
+                                  f"manifest says {v['dtype']}{v['shape']}")
+            loaded[name] = _np.array(arr, copy=True, order="C")
+        self.state = {v["name"]: loaded[v["name"]] for v in manifest["state"]["variables"]}
+        self._vars = tuple(self.state[v["name"]] for v in manifest["state"]["variables"])
+        self._consts = {c["key"]: loaded[c["key"]]
+                        for c in manifest["state"].get("constants", [])}
+        self._inputs = [(kind, x if kind == "feed" else loaded[x])
+                        for kind, x in manifest["inputs"]]
 
     @property
     def signature(self):
@@ -182,19 +185,27 @@ class ExportedFunction:
         if len(args) != len(self._feeds):
             raise TypeError(f"{self.signature} takes {len(self._feeds)} feeds, got "
                             f"{len(args)}")
-        flat = self._entry(tuple(self._check(i, a) for i, a in enumerate(args)), self._vars)
-        return _build(self.manifest["fetches"], [_as_result(v) for v in flat])
+        fs = [self._check(i, a) for i, a in enumerate(args)]
+        ins = tuple(fs[x] if kind == "feed" else x for kind, x in self._inputs)
+        res = self._entry(ins, self._vars)
+        flat = []
+        for src, i, typ in self._outputs:
+            v = res[i] if src == "result" else fs[i]
+            flat.append(v[()] if isinstance(v, _np.ndarray) and v.ndim == 0
+                        else v if isinstance(v, _np.ndarray) else typ(v))
+        return _build(self.manifest["fetches"], flat)
 
     def save_state(self):
         """Write the current variable values to the folder (state file, then manifest)."""
-        if not self.state:
-            return
         keys = {v["name"]: v["key"] for v in self.manifest["state"]["variables"]}
+        arrays = {keys[n]: a for n, a in self.state.items()}
+        arrays.update(self._consts)
         state_name = self.manifest["state"]["file"]
         fd, tmp = _tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".npz")
         try:
+            _os.chmod(tmp, 0o644)
             with _os.fdopen(fd, "wb") as f:
-                _np.savez(f, **{keys[n]: a for n, a in self.state.items()})
+                _np.savez(f, **arrays)
             digest = _sha256(tmp)
             _os.replace(tmp, _os.path.join(self.folder, state_name))
         finally:
@@ -203,6 +214,7 @@ class ExportedFunction:
         self.manifest["files"][state_name] = digest
         fd, tmp = _tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".json")
         try:
+            _os.chmod(tmp, 0o644)
             with _os.fdopen(fd, "w", encoding="utf-8") as f:
                 _json.dump(self.manifest, f, indent=1, sort_keys=True)
             _os.replace(tmp, _os.path.join(self.folder, "manifest.json"))
@@ -339,6 +351,7 @@ def _module_name(name: str) -> str:
 def _atomic_write(path: str, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
     try:
+        os.chmod(tmp, 0o644)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
@@ -348,13 +361,18 @@ def _atomic_write(path: str, data: bytes) -> None:
 
 
 def export(sess, fetches, feed_list: Sequence = (), path: str = "exported",
-           name: str = "exported") -> str:
+           name: str = "exported", feed_values: Optional[Sequence] = None) -> str:
     """Write the compiled function computing `fetches` from `feed_list` to the folder `path`.
 
     The variables the function reads are taken from `sess` (they must be initialized);
     calling the loaded function with the feeds in `feed_list` order returns the fetches in
-    their structure, updating the exported state as a `sess.run` would. Returns `path`.
+    their structure, updating the exported state as a `sess.run` would. `feed_values`
+    (optional sample feeds) pick the shape class compiled for; without them every unknown
+    dimension is taken to be larger than 1 (a `None` dim of size 1 that broadcasts against
+    another dim then fails the kernel's checks). Returns `path`.
     """
+    import numba
+
     from jitflow import __version__
     graph = sess.graph
     fetches = _resolve_fetches(graph, fetches)
@@ -365,45 +383,51 @@ def export(sess, fetches, feed_list: Sequence = (), path: str = "exported",
     index: dict = {}
     flat: list = []
     spec = _fetch_spec(fetches, index, flat)
-    program = _compile_program(sess, flat, _targets(fetches), feeds)
+    program = _compile_program(sess, flat, _targets(fetches), feeds,
+                               None if feed_values is None else list(feed_values))
     values = _state_values(sess, program["variables"])
-    os.makedirs(path, exist_ok=True)
-    module = _module_name(name)
+    feed_pos = {t: i for i, t in enumerate(feeds)}
+    result_pos = {n: i for i, n in enumerate(program["results"])}
+    outputs = []
+    for t in flat:
+        if t in feed_pos:
+            src = ["feed", feed_pos[t]]
+        elif t.name in result_pos:
+            src = ["result", result_pos[t.name]]
+        else:
+            raise NotImplementedError(f"export: the compiled kernel does not return {t.name}")
+        outputs.append({"name": t.name, "dtype": t.dtype.name, "shape": _dims(t), "from": src})
     updates = set(program["updates"])
     var_records = [{"name": op.name, "key": f"v{i}", "dtype": op.attrs["dtype"].name,
                     "shape": list(values[op].shape), "updated": op in updates}
                    for i, op in enumerate(program["variables"])]
-    signature = {"feeds": [[t.name, t.dtype.name, _dims(t)] for t in feeds],
-                 "outputs": [[t.name, t.dtype.name] for t in flat],
-                 "variables": [[r["name"], r["dtype"], r["shape"]] for r in var_records]}
-    signature_id = hashlib.sha256(json.dumps(signature, sort_keys=True).encode()
-                                  ).hexdigest()[:16]
-    source = _module_source(program, name, module, signature_id)
-    _atomic_write(os.path.join(path, module), source.encode("utf-8"))
-    state_path = os.path.join(path, STATE)
-    fd, tmp = tempfile.mkstemp(dir=path, prefix=".tmp-", suffix=".npz")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **{r["key"]: values[op]
-                           for r, op in zip(var_records, program["variables"])})
-        os.replace(tmp, state_path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    import numba
+    const_records = [{"key": k, "dtype": a.dtype.name, "shape": list(a.shape)}
+                     for k, a in program["constants"].items()]
+    module = _module_name(name)
     manifest = {
-        "format": FORMAT, "format_version": FORMAT_VERSION, "name": name,
-        "module": module, "signature_id": signature_id,
+        "format": FORMAT, "format_version": FORMAT_VERSION, "name": name, "module": module,
         "feeds": [{"name": t.name, "dtype": t.dtype.name, "shape": _dims(t)} for t in feeds],
-        "fetches": spec,
-        "outputs": [{"name": t.name, "dtype": t.dtype.name, "shape": _dims(t)} for t in flat],
-        "state": {"file": STATE, "variables": var_records},
+        "fetches": spec, "outputs": outputs,
+        "inputs": [list(x) for x in program["inputs"]],
+        "state": {"file": STATE, "variables": var_records, "constants": const_records},
         "updates": [r["name"] for r in var_records if r["updated"]],
         "versions": {"jitflow": __version__, "numba": numba.__version__,
                      "numpy": np.__version__,
                      "python": ".".join(map(str, sys.version_info[:3]))},
-        "files": {module: _sha256(os.path.join(path, module)), STATE: _sha256(state_path)},
     }
+    ident = json.dumps([manifest["feeds"], outputs, manifest["inputs"], manifest["state"],
+                        program["source"]], sort_keys=True)
+    manifest["signature_id"] = hashlib.sha256(ident.encode("utf-8")).hexdigest()[:16]
+    os.makedirs(path, exist_ok=True)
+    _atomic_write(os.path.join(path, module),
+                  _module_source(program, manifest).encode("utf-8"))
+    arrays = {r["key"]: values[op] for r, op in zip(var_records, program["variables"])}
+    arrays.update(program["constants"])
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    _atomic_write(os.path.join(path, STATE), buf.getvalue())
+    manifest["files"] = {module: _sha256(os.path.join(path, module)),
+                         STATE: _sha256(os.path.join(path, STATE))}
     _atomic_write(os.path.join(path, MANIFEST),
                   json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8"))
     return path
@@ -444,13 +468,95 @@ def _state_values(sess, var_ops) -> dict:
     return values
 
 
-def _compile_program(sess, flat: list, targets: list, feeds: list) -> dict:
-    """Ask the compiler for the module text of this run signature (see _module_source)."""
-    raise NotImplementedError("export needs the compiler's module source")
+_STATE_OP_SKIP = ("VariableV2", "IsVariableInitialized", "ReportUninitializedVariables")
 
 
-def _module_source(program: dict, name: str, module: str, signature_id: str) -> str:
-    raise NotImplementedError
+def _compile_program(sess, flat: list, targets: list, feeds: list,
+                     feed_values: Optional[list] = None) -> dict:
+    """The compiler's module text and argument layout for this run signature.
+
+    Returns {"source", "entry", "inputs": [("feed", i) | ("const", key)], "constants":
+    {key: array}, "variables": [VariableV2 ops], "updates": [...], "results": [names]}.
+    """
+    try:
+        from jitflow.compiler.cpu import export_source
+    except ImportError:
+        raise NotImplementedError("export needs the numba compiler (jitflow.compiler.cpu), "
+                                  "which is not available") from None
+    fetches = list(flat) + list(targets)
+    if getattr(sess, "backend", None) != "numba":
+        # Compile with a numba session on the same graph; the state still comes from `sess`.
+        from jitflow.session import Session
+        compiling = Session(graph=sess.graph, backend="numba")
+        compiling._state = dict(sess._state)
+    else:
+        compiling = sess
+    try:
+        src = export_source(compiling, fetches, feeds, feed_values)
+    except NotImplementedError as e:
+        raise NotImplementedError(f"export: {e} (ops without a code generator, such as random "
+                                  "ops, run through NumPy references and cannot be "
+                                  "exported)") from None
+    layout = src["layout"]
+    graph = sess.graph
+    feed_pos = {t.name: i for i, t in enumerate(feeds)}
+    inputs: list = []
+    constants: dict = {}
+    for kind, name in layout["inputs"]:
+        if kind == "feed":
+            inputs.append(("feed", feed_pos[name]))
+        elif kind == "const":
+            key = f"c{len(constants)}"
+            constants[key] = np.asarray(src["constants"][name])
+            inputs.append(("const", key))
+        else:
+            raise NotImplementedError(f"export: unknown kernel input kind {kind!r}")
+    variables = [graph.get_operation_by_name(n) for n in layout["variables"]]
+    plan = compiling.make_callable(fetches, feeds).spec.plan
+    updates = []
+    for op in plan.ops:
+        if (op.op_def.stateful and op.type not in _STATE_OP_SKIP and op.inputs
+                and op.inputs[0].op.type == "VariableV2" and op.inputs[0].op not in updates):
+            updates.append(op.inputs[0].op)
+    source = src["source"]
+    if "import jitflow" in source or "from jitflow" in source:
+        raise NotImplementedError("export: the generated module imports jitflow, so it would "
+                                  "not stand alone")
+    source = re.sub(r"numba\.njit\(cache=False", "numba.njit(cache=True", source)
+    return {"source": source, "entry": src["entry"], "inputs": inputs,
+            "constants": constants, "variables": variables, "updates": updates,
+            "results": list(layout["results"])}
 
 
-_ = Any
+_DOC = '''"""{name}: a function exported by jitflow {version}. Needs only numpy and numba.
+
+Feeds: {feeds}
+Fetches: {fetches}
+Updates: {updates}
+
+Use it without jitflow (the folder holds this file, manifest.json and state.npz):
+
+    import sys; sys.path.insert(0, "/path/to/this/folder")
+    import {stem}
+    f = {stem}.load()   # checks every file's sha256; f(*feeds) -> fetches, f.save_state()
+"""
+'''
+
+
+def _module_source(program: dict, manifest: dict) -> str:
+    """The exported module: the generated kernels, the entry point, the loader."""
+    from jitflow import __version__
+    stem = os.path.splitext(manifest["module"])[0]
+    doc = _DOC.format(
+        name=manifest["name"], version=__version__, stem=stem,
+        feeds=", ".join(f"{f['name']} {f['dtype']}{f['shape']}" for f in manifest["feeds"])
+        or "none",
+        fetches=", ".join(o["name"] for o in manifest["outputs"]) or "none",
+        updates=", ".join(manifest["updates"]) or "nothing")
+    entry = program["entry"]
+    return (doc + "\n# ---- generated kernels --------------------------------------------------"
+            "-----------------\n" + program["source"].rstrip() + "\n\n\n"
+            f"SIGNATURE_ID = {manifest['signature_id']!r}\n"
+            f"ENTRY = {entry}\n" + LOADER_SOURCE)
+
+
