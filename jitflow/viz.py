@@ -103,14 +103,14 @@ def to_dot(graph_or_fetches=None, feed_dict: Optional[dict] = None, session=None
     in `feed_dict`, whose values do not matter, only its keys). `kernels=True` (with
     `session`) groups the ops into the fused kernels of the session's compiled plan.
     """
-    graph, ops, feeds, fetched, plan = _select(graph_or_fetches, feed_dict)
     if kernels:
-        if session is None or plan is None:
+        if session is None or graph_or_fetches is None or isinstance(graph_or_fetches, Graph):
             raise ValueError("to_dot(kernels=True) needs fetches and the session that "
                              "compiles them: to_dot(fetches, feed_dict, session=sess, "
                              "kernels=True)")
-        groups = _kernel_groups(session, plan)
+        ops, feeds, fetched, groups = _kernel_groups(session, graph_or_fetches, feed_dict)
     else:
+        _graph, ops, feeds, fetched, _plan = _select(graph_or_fetches, feed_dict)
         groups = None
     drawn = set(ops)
     fed = set(feeds)
@@ -123,10 +123,19 @@ def to_dot(graph_or_fetches=None, feed_dict: Optional[dict] = None, session=None
                       f"tooltip={_q(op.name)}, {_node_style(op)}];" for op in ops}
     if groups is not None:
         grouped: set = set()
-        for i, (kname, kops) in enumerate(groups):
+        for i, (kname, kops, parts) in enumerate(groups):
             lines.append(f"  subgraph {_q(f'cluster_kernel_{i}')} {{")
             lines.append(f"    label={_q(kname)}; style=\"rounded,filled\"; "
                          "fillcolor=\"#f4f8ff\"; color=\"#4a78c2\";")
+            for j, (pname, pops) in enumerate(parts):
+                lines.append(f"    subgraph {_q(f'cluster_kernel_{i}_{j}')} {{")
+                lines.append(f"      label={_q(pname)}; style=\"rounded,filled\"; "
+                             "fillcolor=\"#dde9ff\"; color=\"#7a9ad2\";")
+                for op in pops:
+                    if op in node_lines and op not in grouped:
+                        lines.append("      " + node_lines[op])
+                        grouped.add(op)
+                lines.append("    }")
             for op in kops:
                 if op in node_lines and op not in grouped:
                     lines.append("    " + node_lines[op])
@@ -192,15 +201,57 @@ def _emit_scopes(lines: list, ops: list, node_lines: dict) -> None:
     emit(tree, "", "  ")
 
 
-def _kernel_groups(session, plan) -> list:
-    """[(kernel label, [ops])] for the plan as the session's backend compiles it."""
-    backend = getattr(session, "_backend", None)
-    describe = getattr(backend, "kernel_groups", None)
-    if describe is None:
-        raise NotImplementedError(f"The {getattr(backend, 'name', '?')!r} backend does not "
-                                  "fuse ops into kernels; use a compiling backend "
-                                  "(Session(backend='numba')) to draw kernels")
-    return [(str(label), list(kops)) for label, kops in describe(plan)]
+def _kernel_groups(session, fetches, feed_dict) -> tuple:
+    """(ops, feeds, fetched, kernels) for `fetches` as the session's backend compiles them.
+
+    Each kernel is (label, its ops, [(label, ops) per fused region]): a fused region is one
+    loop nest, reduction, matmul or variable update of the generated code, with every op
+    inlined into it. Ops that run through their NumPy reference stay outside the clusters.
+    """
+    import numpy as np
+    feed_keys = list(feed_dict or {})
+    spec = session.make_callable(fetches, feed_keys).spec
+    plan, ex = spec.plan, spec.executable
+    if not hasattr(ex, "sources") or not hasattr(ex, "steps"):
+        raise NotImplementedError(f"The {session.backend!r} backend does not fuse ops into "
+                                  "kernels; use a compiling backend (Session(backend="
+                                  "'numba')) to draw kernels")
+    given = {t: feed_dict[k] for t, k in zip(spec.feeds, feed_keys)}
+    values = []
+    for t in plan.feeds:
+        v = given.get(t)
+        if v is None:
+            dims = t.shape.as_tuple() or ()
+            v = np.zeros([d if d is not None else 2 for d in dims], t.dtype.as_numpy_dtype)
+        values.append(np.asarray(v, dtype=t.dtype.as_numpy_dtype))
+    compiled = {id(seg): c for seg, c in ex.sources(values, session)}
+    by_name = {op.name: op for op in plan.ops}
+    kernels = []
+    for seg in ex.steps:
+        if not hasattr(seg, "ops"):
+            continue  # a reference step
+        c = compiled.get(id(seg))
+        parts = []
+        if c is not None:
+            k = c.kernel
+            for n, stmt in enumerate(k.stmts):
+                idx = {stmt.op}
+                stack = [getattr(stmt, "expr", None)]
+                while stack:
+                    e = stack.pop()
+                    if e is None:
+                        continue
+                    if hasattr(e, "template") and hasattr(e, "op"):
+                        idx.add(e.op)
+                    stack.extend(getattr(e, "args", ()) or ())
+                ops_ = [by_name[k.op_names[i]] for i in sorted(idx)
+                        if k.op_names[i] in by_name]
+                what = type(stmt).__name__.lower()
+                parts.append((f"{what} {n}: {k.op_names[stmt.op]}", ops_))
+        label = f"kernel {len(kernels)}: {len(seg.ops)} ops" + ("" if c is not None
+                                                               else " (not compiled yet)")
+        kernels.append((label, list(seg.ops), parts))
+    return list(plan.ops), list(plan.feeds), list(spec.mapper.tensors), kernels
 
 
 def render(dot_or_graph: Union[str, Graph, object], path: str,
@@ -233,6 +284,7 @@ def render(dot_or_graph: Union[str, Graph, object], path: str,
         if proc.returncode != 0:
             raise RuntimeError(f"dot failed to render {path!r} (exit {proc.returncode}): "
                                f"{proc.stderr.decode(errors='replace').strip()}")
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

@@ -117,3 +117,44 @@ def test_render_svg_and_png(tmp_path):
     with pytest.raises(RuntimeError, match="dot failed"):
         viz.render("digraph {", str(tmp_path / "bad.svg"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.svg", "sub"]
+
+
+def clusters(text: str) -> dict:
+    """{cluster label: node names inside it, nested clusters included}."""
+    out: dict = {}
+    stack: list = []
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith("subgraph "):
+            stack.append(None)
+        elif s.startswith("label=") and stack and stack[-1] is None:
+            stack[-1] = re.match(r'label="([^"]*)"', s).group(1)
+            out[stack[-1]] = set()
+        elif s == "}" and stack:
+            stack.pop()
+        else:
+            m = _NODE.match(line)
+            if m:
+                for label in stack:
+                    out[label].add(m.group(1))
+    return out
+
+
+def test_kernels_are_drawn_as_clusters_of_fused_ops():
+    x = tf.placeholder(tf.float32, [None, 4], name="x")
+    y = tf.exp(x * 2.0 + 1.0, name="e")
+    s = tf.reduce_sum(y, name="s")
+    with tf.Session(backend="numba") as sess:
+        text = viz.to_dot([s], {x: None}, session=sess, kernels=True)
+    groups = clusters(text)
+    kernel = [k for k in groups if k.startswith("kernel 0:")]
+    assert len(kernel) == 1
+    assert {"mul", "add", "e", "s"} <= groups[kernel[0]]
+    region = next(k for k, v in groups.items() if "e" in v and k != kernel[0])
+    assert {"mul", "add", "e"} <= groups[region]  # the chain is one fused region
+    nodes, edges, _ = parse(text)
+    assert len(nodes) == len(set(nodes))
+    assert ("feed:x:0", "mul") in edges and ("s", "fetch:s:0") in edges
+    if HAVE_DOT:
+        subprocess.run(["dot", "-Tcanon"], input=text.encode(), check=True,
+                       capture_output=True)
