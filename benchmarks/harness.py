@@ -15,8 +15,8 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 __all__ = [
-    "Budget", "Case", "Cell", "FULL", "Peer", "QUICK", "Results", "Runner", "TINY", "Timing",
-    "Unavailable", "compare", "measure", "run_suite",
+    "Budget", "Case", "Cell", "FULL", "NotApplicable", "Peer", "QUICK", "Results", "Runner",
+    "TINY", "Timing", "Unavailable", "compare", "measure", "run_suite", "snapshot",
 ]
 
 REFERENCE = "numpy"
@@ -24,6 +24,10 @@ REFERENCE = "numpy"
 
 class Unavailable(Exception):
     """A peer (or one case on a peer) cannot run here; the message says why."""
+
+
+class NotApplicable(Unavailable):
+    """The case has no implementation for this peer, by design (shown as "-")."""
 
 
 # -- timing -------------------------------------------------------------------------------------
@@ -234,7 +238,7 @@ class Peer:
         ctx = self.context()
         impl = case.impls.get(self.name, case.impls.get(self.family))
         if impl is None:
-            raise Unavailable(f"no {self.family} implementation of this case")
+            raise NotApplicable(f"no {self.family} implementation of this case")
         missing = self.lacks(ctx, case.needs)
         if missing:
             raise Unavailable("missing " + ", ".join(missing))
@@ -243,7 +247,8 @@ class Peer:
 
 @dataclass
 class Cell:
-    """One (case, peer) result. status: ok, WRONG, unavailable, error."""
+    """One (case, peer) result. status: ok, WRONG, unavailable, error, n/a (not implemented
+    for this peer by design)."""
 
     status: str
     timing: Optional[Timing] = None
@@ -287,6 +292,8 @@ def _run_cell(peer: Peer, case: Case, data: dict, want: Any, budget: Budget) -> 
     """Run one cell; returns (Cell, its checked value)."""
     try:
         runner = peer.runner(case, data)
+    except NotApplicable as e:
+        return Cell("n/a", note=str(e)), None
     except Unavailable as e:
         return Cell("unavailable", note=str(e)), None
     except (NotImplementedError, AttributeError) as e:
@@ -373,7 +380,7 @@ def format_seconds(s: float) -> str:
 
 def format_cell(case: Case, cell: Optional[Cell], spread: bool = True) -> str:
     """A cell as table text: median (and IQR, in the median's unit) when ok, else its status."""
-    if cell is None:
+    if cell is None or cell.status == "n/a":
         return "-"
     if cell.status != "ok":
         return cell.status
@@ -388,5 +395,5 @@ def format_cell(case: Case, cell: Optional[Cell], spread: bool = True) -> str:
 
 def _progress_line(i: int, n: int, case: Case, peers: Sequence[Peer], cells: dict) -> str:
     parts = [f"{p.name} {format_cell(case, cells[(case.id, p.name)], spread=False)}"
-             for p in peers if cells[(case.id, p.name)].status != "unavailable"]
+             for p in peers if cells[(case.id, p.name)].status not in ("unavailable", "n/a")]
     return f"[{i + 1:2d}/{n}] {case.title}: " + " | ".join(parts)

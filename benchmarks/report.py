@@ -190,7 +190,8 @@ def to_markdown(results: Results, facts: dict, title: str = "jitflow benchmarks"
                                                            else f"skipped: {why}"))
     notes = [(c, n, results.cell(c.id, n)) for c in results.cases for n in names]
     notes = [(c, n, cell) for c, n, cell in notes
-             if cell is not None and cell.status != "ok" and results.peer_status.get(n) is None]
+             if cell is not None and cell.status not in ("ok", "n/a")
+             and results.peer_status.get(n) is None]
     if notes:
         lines += ["", "## Cells that did not produce a time", ""]
         lines += [f"- `{c.id}` on `{n}`: {cell.status}: {cell.note}" for c, n, cell in notes]
@@ -208,8 +209,10 @@ def to_markdown(results: Results, facts: dict, title: str = "jitflow benchmarks"
                 lines.append(f"| {c.id} | {n} | {e['import_s']:.3f} | {e['build_s']:.3f} | "
                              f"{e['first_step_s']:.3f} | {cell.timing.median:.3f} | "
                              f"{e['wall_s']:.3f} | {e['rebatch_s']:.4f} |")
-        lines += ["", "Only jitflow keeps kernels on disk; for the other peers the \"kernels "
-                  "on disk\" row is another cold start."]
+        lines += ["", "Only jitflow keeps kernels on disk, so the \"kernels on disk\" row runs "
+                  "jitflow (its cache filled by the cold run), the interpreter and NumPy. "
+                  "\"step at 2x batch\" is the first step after the batch size changed "
+                  "(a recompilation would show here)."]
     lines += ["", "## Machine", ""]
     versions = ", ".join(f"{k} {v}" for k, v in facts["versions"].items() if v)
     missing = ", ".join(k for k, v in facts["versions"].items() if not v)
@@ -254,7 +257,8 @@ def write_chart(results: Results, path: str) -> Optional[str]:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    others = [p.name for p in results.peers if p.name not in BASES
+    others = [p.name for p in results.peers if p.name != base
+              and p.name not in BASES[:BASES.index(base)]
               and results.peer_status.get(p.name) is None]
     cases = results.cases
     fig, ax = plt.subplots(figsize=(11, 0.45 * len(cases) + 1.8), dpi=80)
