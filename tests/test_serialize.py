@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -220,3 +221,147 @@ def test_variable_from_ops_wraps_without_new_ops(backend):
         np.testing.assert_allclose(sess.run(v), [2.0, 3.0])
     with pytest.raises(TypeError, match="VariableV2"):
         serialize.variable_from_ops(v.value().op, v.initializer, v.value())
+
+
+def _training_graph(opt: str = "adam"):
+    """Adam with a global step, or momentum SGD with no scalar variables (see the report)."""
+    x = tf.placeholder(tf.float32, [None, 2], name="x")
+    y = tf.placeholder(tf.float32, [None, 1], name="y")
+    w = tf.Variable(tf.zeros([2, 1]), name="w")
+    if opt == "adam":
+        b = tf.Variable(0.5, name="b")
+        gs = tf.train.get_or_create_global_step()
+        optimizer = tf.train.AdamOptimizer(0.1)
+    else:
+        b = tf.Variable([0.5], name="b")
+        gs = tf.Variable([0], name="step", trainable=False)
+        optimizer = tf.train.MomentumOptimizer(0.02, 0.5)
+    loss = tf.reduce_mean(tf.square(tf.matmul(x, w) + b - y), name="loss")
+    with tf.control_dependencies([tf.assign_add(gs, [1]) if opt != "adam" else gs]):
+        train = optimizer.minimize(loss, global_step=gs if opt == "adam" else None,
+                                   name="train")
+    tf.add_to_collection("step_op", train)
+    tf.add_to_collection("loss", loss)
+    tf.add_to_collection("notes", "lr=0.1")
+    return x, y, loss, train
+
+
+def test_train_namespace_exposes_serialization():
+    assert tf.train.write_graph is serialize.write_graph
+    assert tf.train.export_meta_graph is serialize.export_meta_graph
+    assert tf.train.import_meta_graph is serialize.import_meta_graph
+
+
+def test_meta_graph_restores_variables_and_collections(tmp_path, backend):
+    g1 = tf.Graph()
+    with g1.as_default():
+        _training_graph()
+        names = [v.name for v in tf.global_variables()]
+        trainable = [v.name for v in tf.trainable_variables()]
+        meta = tf.train.export_meta_graph(str(tmp_path / "m.meta"))
+    assert json.loads((tmp_path / "m.meta").read_text()) == json.loads(json.dumps(meta))
+    g2 = tf.Graph()
+    with g2.as_default():
+        saver = tf.train.import_meta_graph(str(tmp_path / "m.meta"))
+        assert isinstance(saver, tf.train.Saver)
+        variables = tf.global_variables()
+        assert [v.name for v in variables] == names
+        assert all(isinstance(v, tf.Variable) for v in variables)
+        assert [v.name for v in tf.trainable_variables()] == trainable
+        assert tf.train.get_global_step().name == "global_step:0"
+        train_op, = tf.get_collection("step_op")
+        loss, = tf.get_collection("loss")
+        assert isinstance(train_op, tf.Operation) and train_op.name == "train"
+        assert isinstance(loss, tf.Tensor) and loss.name == "loss:0"
+        assert tf.get_collection("notes") == ["lr=0.1"]
+        assert g2.as_text() == g1.as_text()
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            feed = {"x:0": [[1.0, 2.0]], "y:0": [[3.0]]}
+            before = sess.run(loss, feed)
+            for _ in range(3):
+                sess.run(train_op, feed)
+            assert sess.run(loss, feed) < before
+            assert sess.run(tf.train.get_global_step()) == 3
+
+
+def test_meta_graph_import_scope_prefixes_and_saver_uses_original_names(tmp_path):
+    with tf.Graph().as_default():
+        x, y, loss, train = _training_graph("sgd")
+        with tf.Session(backend="interpreter") as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run(train, {x: [[1.0, 1.0]], y: [[2.0]]})
+            want = sess.run("w:0")
+            ckpt = tf.train.Saver().save(sess, str(tmp_path / "ckpt"))
+    with tf.Graph().as_default():
+        saver = tf.train.import_meta_graph(ckpt + ".meta", import_scope="m")
+        assert tf.global_variables()[0].name == "m/w:0"
+        with tf.Session(backend="interpreter") as sess:
+            saver.restore(sess, ckpt)
+            np.testing.assert_array_equal(sess.run("m/w:0"), want)
+
+
+def test_meta_graph_without_variables_returns_none():
+    g = _small_graph()
+    meta = tf.train.export_meta_graph(graph=g)
+    with tf.Graph().as_default():
+        assert tf.train.import_meta_graph(meta) is None
+        assert tf.get_default_graph().get_operation_by_name("out").type == "Add"
+    with pytest.raises(ValueError, match="Not a meta graph"):
+        tf.train.import_meta_graph(g.as_graph_def())
+
+
+_RESUME_SCRIPT = r'''
+import json, sys
+import numpy as np
+import jitflow as tf
+
+mode, ckpt = sys.argv[1], sys.argv[2]
+rng = np.random.default_rng(0)
+xs = rng.standard_normal((16, 2)).astype(np.float32)
+ys = (xs @ np.array([[2.0], [-1.0]], np.float32) + 0.3).astype(np.float32)
+losses = []
+if mode == "first":
+    sys.path.insert(0, sys.argv[3])
+    from test_serialize import _training_graph
+    x, y, loss, train = _training_graph("momentum")
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for _ in range(4):
+            sess.run(train, {x: xs, y: ys})
+        tf.train.Saver().save(sess, ckpt)
+        for _ in range(5):
+            losses.append(float(sess.run([loss, train], {x: xs, y: ys})[0]))
+        losses.append(float(sess.run("step:0")[0]))
+else:
+    saver = tf.train.import_meta_graph(ckpt + ".meta")
+    train = tf.get_collection("step_op")[0]
+    loss = tf.get_collection("loss")[0]
+    with tf.Session() as sess:
+        saver.restore(sess, ckpt)
+        for _ in range(5):
+            losses.append(float(sess.run([loss, train], {"x:0": xs, "y:0": ys})[0]))
+        losses.append(float(sess.run("step:0")[0]))
+print(json.dumps(losses))
+'''
+
+
+def test_training_resumes_in_a_new_process_by_names_alone(tmp_path, backend):
+    import subprocess
+    import sys
+    script = tmp_path / "resume.py"
+    script.write_text(_RESUME_SCRIPT)
+    tests_dir = os.path.dirname(os.path.abspath(__file__))
+    ckpt = str(tmp_path / "model")
+
+    def run(*args):
+        proc = subprocess.run([sys.executable, str(script), *args], capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    uninterrupted = run("first", ckpt, tests_dir)
+    resumed = run("resume", ckpt)
+    assert resumed == uninterrupted
+    assert resumed[-1] == 9.0  # the step counter continued from the checkpoint
+    assert resumed[0] > resumed[-2]  # and training made progress
