@@ -208,13 +208,13 @@ def _tensordot_grad(op, g):
     free_a = [i for i in range(ra) if i not in ax_a]
     free_b = [j for j in range(rb) if j not in ax_b]
     nfa = len(free_a)
-    # g axes: [free_a..., free_b...]
+    # np.tensordot keeps each operand's remaining axes in their original order
     ga = _tensordot_op(g, b, list(range(nfa, nfa + len(free_b))), free_b)
-    # ga axes: [free_a..., ax_b order -> contracted a axes in ax_a order]
-    ga = _permute(ga, np.argsort(free_a + list(ax_a)))
+    ga_axes = free_a + [ax_a[ax_b.index(j)] for j in sorted(ax_b)]
+    ga = _permute(ga, np.argsort(ga_axes))
     gb = _tensordot_op(a, g, free_a, list(range(nfa)))
-    # gb axes: [contracted a axes (ax_a order, i.e. ax_b positions)..., free_b...]
-    gb = _permute(gb, np.argsort(list(ax_b) + free_b))
+    gb_axes = [ax_b[ax_a.index(i)] for i in sorted(ax_a)] + free_b
+    gb = _permute(gb, np.argsort(gb_axes))
     return [ga, gb]
 
 

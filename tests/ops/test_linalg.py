@@ -1,0 +1,135 @@
+"""Linear algebra: matmul shapes, errors and transposes, batch matmul broadcasting, integer
+matmul, tensordot, norm, and their gradients."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jitflow as tf
+from test_math import check_gradient, run
+
+
+def test_matmul_shape_error_has_tf1_message():
+    a = tf.placeholder(tf.float32, [2, 3])
+    b = tf.placeholder(tf.float32, [4, 5])
+    with pytest.raises(ValueError) as e:
+        tf.matmul(a, b)
+    assert str(e.value) == ("Dimensions must be equal, but are 3 and 4 for 'MatMul' (op: "
+                            "'MatMul') with input shapes: [2,3], [4,5].")
+    with pytest.raises(ValueError, match="rank"):
+        tf.matmul(tf.placeholder(tf.float32, [3]), b)
+    with pytest.raises(TypeError):
+        tf.matmul(a, tf.placeholder(tf.float64, [3, 2]))
+    with pytest.raises(TypeError):
+        tf.matmul(tf.placeholder(tf.bool, [2, 2]), tf.placeholder(tf.bool, [2, 2]))
+
+
+def test_matmul_static_shapes():
+    a = tf.placeholder(tf.float32, [None, 3])
+    w = tf.placeholder(tf.float32, [3, 7])
+    assert tf.matmul(a, w).shape.as_list() == [None, 7]
+    assert tf.matmul(w, a, transpose_a=True, transpose_b=True).shape.as_list() == [7, None]
+    assert tf.matmul(a, tf.placeholder(tf.float32, [None, None])).shape.as_list() == [None, None]
+    mm = tf.matmul(a, w)
+    assert mm.op.type == "MatMul" and mm.op.name.startswith("MatMul")
+    assert mm.op.get_attr("transpose_a") is False
+    assert tf.linalg.matmul is tf.matmul
+    b = tf.matmul(tf.placeholder(tf.float32, [5, 1, 2, 3]), tf.placeholder(tf.float32, [4, 3, 6]))
+    assert b.op.type == "BatchMatMulV2" and b.shape.as_list() == [5, 4, 2, 6]
+    with pytest.raises(ValueError):
+        tf.matmul(tf.placeholder(tf.float32, [2, 2, 3]), tf.placeholder(tf.float32, [3, 3, 4]))
+    with pytest.raises(ValueError):
+        tf.matmul(a, w, transpose_a=True, adjoint_a=True)
+
+
+@pytest.mark.parametrize("ta", [False, True])
+@pytest.mark.parametrize("tb", [False, True])
+def test_matmul_transposes(backend, ta, tb):
+    rng = np.random.default_rng(0)
+    av = rng.standard_normal((3, 2) if ta else (2, 3)).astype(np.float32)
+    bv = rng.standard_normal((4, 3) if tb else (3, 4)).astype(np.float32)
+    a = tf.placeholder(tf.float32, av.shape)
+    b = tf.placeholder(tf.float32, bv.shape)
+    got = run(tf.matmul(a, b, transpose_a=ta, transpose_b=tb), {a: av, b: bv}, backend)
+    want = (av.T if ta else av).astype(np.float64) @ (bv.T if tb else bv)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert got.dtype == np.float32
+
+
+def test_integer_matmul(backend):
+    a = tf.constant([[1, 2], [3, 4]])
+    b = tf.constant([[5, -6], [7, 8]])
+    got = run(a @ b, backend=backend)
+    assert got.dtype == np.int32
+    assert got.tolist() == [[1 * 5 + 2 * 7, -6 + 16], [15 + 28, -18 + 32]]
+
+
+def test_matmul_with_python_operand():
+    a = tf.placeholder(tf.float64, [2, 2])
+    out = a @ [[1.0], [2.0]]
+    assert out.dtype == tf.float64 and out.shape.as_list() == [2, 1]
+    np.testing.assert_allclose(run(out, {a: [[1, 2], [3, 4]]}), [[5], [11]])
+
+
+def test_batch_matmul_broadcasts_batch_dims(backend):
+    rng = np.random.default_rng(1)
+    av = rng.standard_normal((2, 1, 3, 4))
+    bv = rng.standard_normal((5, 4, 2))
+    a = tf.placeholder(tf.float64, av.shape)
+    b = tf.placeholder(tf.float64, bv.shape)
+    got = run(tf.matmul(a, b), {a: av, b: bv}, backend)
+    want = np.einsum("xyij,zjk->xzik", av, bv)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_tensordot(backend):
+    rng = np.random.default_rng(2)
+    av, bv = rng.standard_normal((2, 3, 4)), rng.standard_normal((4, 3, 5))
+    a = tf.placeholder(tf.float64, av.shape)
+    b = tf.placeholder(tf.float64, bv.shape)
+    t = tf.tensordot(a, b, [[1, 2], [1, 0]])
+    assert t.shape.as_list() == [2, 5]
+    got = run(t, {a: av, b: bv}, backend)
+    np.testing.assert_allclose(got, np.einsum("ijk,kjl->il", av, bv), rtol=1e-12)
+    with pytest.raises(ValueError):
+        tf.tensordot(a, b, [[0], [0]])
+
+
+def test_norm(backend):
+    x = tf.placeholder(tf.float64, [2, 3])
+    v = np.array([[3.0, -4.0, 0.0], [1.0, 2.0, -2.0]])
+    e, rows, one, inf = run([tf.norm(x), tf.norm(x, axis=1, keepdims=True),
+                             tf.norm(x, ord=1, axis=1), tf.norm(x, ord=np.inf, axis=1)],
+                            {x: v}, backend)
+    np.testing.assert_allclose(e, np.sqrt(34.0))
+    np.testing.assert_allclose(rows, [[5.0], [3.0]])
+    np.testing.assert_allclose(one, [7.0, 5.0])
+    np.testing.assert_allclose(inf, [4.0, 2.0])
+    with pytest.raises(ValueError):
+        tf.norm(x, ord=3)
+
+
+_RNG = np.random.default_rng(4)
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (False, True), (True, False), (True, True)])
+def test_matmul_gradients(ta, tb):
+    a = _RNG.standard_normal((3, 2) if ta else (2, 3))
+    b = _RNG.standard_normal((4, 3) if tb else (3, 4))
+    check_gradient(lambda x, y: tf.matmul(x, y, transpose_a=ta, transpose_b=tb), [a, b])
+
+
+def test_batch_matmul_gradient_sums_broadcast_batches():
+    a = _RNG.standard_normal((2, 1, 2, 3))
+    b = _RNG.standard_normal((3, 3, 2))
+    check_gradient(lambda x, y: tf.matmul(x, y), [a, b])
+    check_gradient(lambda x, y: tf.matmul(x, y, transpose_a=True, transpose_b=True),
+                   [_RNG.standard_normal((2, 3, 2)), _RNG.standard_normal((2, 4, 3))])
+
+
+def test_tensordot_and_norm_gradients():
+    check_gradient(lambda x, y: tf.tensordot(x, y, [[0, 2], [2, 1]]),
+                   [_RNG.standard_normal((2, 3, 4)), _RNG.standard_normal((5, 4, 2))])
+    check_gradient(lambda x, y: tf.tensordot(x, y, 1),
+                   [_RNG.standard_normal((2, 3)), _RNG.standard_normal((3, 2))])
+    check_gradient(lambda x: tf.norm(x, axis=1), [_RNG.standard_normal((2, 3))])
