@@ -51,3 +51,58 @@ def check_backends_agree(fetches, feed_dict=None, rtol=1e-6, atol=1e-6, init=Tru
     for name, r in res.items():
         assert_same_result(r, ref, rtol, atol, path=name)
     return ref
+
+
+# -- registry example inputs (shared by the generated op and gradient tests) --------------------
+def make_input(rng, shape, dtype, domain, index_max=3):
+    """Random input values for one example input (see `Example.domain`)."""
+    dt = np.dtype(dtype)
+    if isinstance(domain, tuple):
+        lo, hi = domain
+        return rng.uniform(lo, hi, size=shape).astype(dt)
+    if domain == "bool" or dt == np.bool_:
+        return rng.random(shape) < 0.5
+    if domain == "index":
+        return rng.integers(0, index_max, size=shape).astype(dt)
+    if dt.kind in "iu" or domain == "int":
+        lo = 0 if dt.kind == "u" else -5
+        return rng.integers(lo, 6, size=shape).astype(dt)
+    if domain == "positive":
+        return rng.uniform(0.5, 2.0, size=shape).astype(dt)
+    if domain == "unit":
+        return rng.uniform(-0.9, 0.9, size=shape).astype(dt)
+    if domain == "nonzero":
+        mag = rng.uniform(0.5, 2.0, size=shape)
+        return (mag * np.where(rng.random(shape) < 0.5, -1, 1)).astype(dt)
+    return rng.standard_normal(shape).astype(dt)
+
+
+def example_inputs(ex, dtype, seed=0):
+    """The input arrays of a registry example for one entry of its `dtypes`."""
+    rng = np.random.default_rng(seed)
+    dtypes = dtype if isinstance(dtype, tuple) else (dtype,) * len(ex.inputs)
+    return [make_input(rng, s, dt, ex.domain, ex.index_max)
+            for s, dt in zip(ex.inputs, dtypes)]
+
+
+def build_example(ex, arrays):
+    """Placeholders shaped like `arrays` and the example's output built on them."""
+    phs = [tf.placeholder(a.dtype, a.shape, name=f"in{i}") for i, a in enumerate(arrays)]
+    out = ex.build(*phs)
+    return phs, out
+
+
+def central_difference(f, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    """d f / d x by central differences; `f` maps an array shaped like x to a float."""
+    x = np.array(x, dtype=np.float64, copy=True)
+    grad = np.zeros_like(x)
+    flat, gflat = x.reshape(-1), grad.reshape(-1)
+    for i in range(flat.size):
+        old = flat[i]
+        flat[i] = old + eps
+        hi = f(x)
+        flat[i] = old - eps
+        lo = f(x)
+        flat[i] = old
+        gflat[i] = (hi - lo) / (2 * eps)
+    return grad
