@@ -1,6 +1,7 @@
 """`tf.train`: optimizers, learning-rate schedules, the global step and checkpoints."""
 from __future__ import annotations
 
+from jitflow.serialize import export_meta_graph, import_meta_graph, write_graph
 from jitflow.train.adagrad import AdagradOptimizer
 from jitflow.train.adam import AdamOptimizer
 from jitflow.train.gradient_descent import GradientDescentOptimizer
@@ -25,21 +26,6 @@ __all__ = [
     "CheckpointReader", "NewCheckpointReader", "checkpoint_exists", "get_checkpoint_state",
     "latest_checkpoint", "list_variables", "load_checkpoint", "load_variable",
     "update_checkpoint_state", "global_step", "get_global_step", "create_global_step",
-    "get_or_create_global_step", "assert_global_step",
+    "get_or_create_global_step", "assert_global_step", "export_meta_graph", "import_meta_graph",
+    "write_graph",
 ]
-
-_FROM_SERIALIZE = ("import_meta_graph", "export_meta_graph")
-
-
-def __getattr__(name: str):
-    """`tf.train.import_meta_graph` / `export_meta_graph` live in jitflow.serialize."""
-    if name in _FROM_SERIALIZE:
-        try:
-            from jitflow import serialize
-        except ImportError:
-            serialize = None
-        if serialize is not None and hasattr(serialize, name):
-            return getattr(serialize, name)
-    raise AttributeError(f"module 'jitflow.train' has no attribute {name!r}")
-
-from jitflow.serialize import export_meta_graph, import_meta_graph, write_graph  # noqa: E402,F401

@@ -423,7 +423,11 @@ class Saver:
                 raise errors.FailedPreconditionError(
                     None, op, f"Attempting to use uninitialized value {op.name}\n\t "
                               f"[[node {op.name}]]")
-            named.append((name, np.ascontiguousarray(value)))
+            value = np.ascontiguousarray(value)
+            if value.dtype.kind not in "biuf":
+                raise TypeError(f"Cannot checkpoint variable {op.name} of dtype {value.dtype}: "
+                                "only numeric and bool variables are saved")
+            named.append((name, value))
         _write_checkpoint(prefix, named)
 
         if write_meta_graph:
@@ -467,29 +471,15 @@ class Saver:
     def _export_meta(self, filename: str, graph) -> None:
         """Write the meta graph through jitflow.serialize when that module exists."""
         try:
-            from jitflow import serialize
+            from jitflow.serialize import export_meta_graph
         except ImportError:
             return
-        export = getattr(serialize, "export_meta_graph", None)
-        if export is None:
-            return
-        d = os.path.dirname(filename) or "."
-        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(filename) + ".",
-                                   suffix=".tmp", dir=d)
-        os.close(fd)
-        try:
-            with graph.as_default():
-                export(filename=tmp)
-            with open(tmp, "rb+") as f:
-                os.fsync(f.fileno())
-            os.replace(tmp, filename)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        export_meta_graph(filename=filename, graph=graph)
 
     def export_meta_graph(self, filename: Optional[str] = None, **kwargs):
-        from jitflow import serialize
-        return serialize.export_meta_graph(filename=filename, **kwargs)
+        """`Saver.export_meta_graph`: the graph's meta graph (see jitflow.serialize)."""
+        from jitflow.serialize import export_meta_graph
+        return export_meta_graph(filename=filename, **kwargs)
 
     # -- restore --------------------------------------------------------------------------
     def restore(self, sess, save_path) -> None:

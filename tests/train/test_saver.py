@@ -1,0 +1,331 @@
+"""tf.train.Saver: save/restore by name, state file, pruning, errors and crash safety."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import jitflow as tf
+from jitflow.train import saver as saver_mod
+
+W = np.arange(6, dtype=np.float32).reshape(2, 3)
+B = np.array([0.5, -1.5], np.float64)
+
+
+def _build(w_value=W, b_value=B, graph=None):
+    w = tf.Variable(w_value, name="layer/w")
+    b = tf.Variable(b_value, name="b")
+    return w, b
+
+
+def _files(d) -> set:
+    return set(os.listdir(d))
+
+
+def test_save_returns_prefix_and_writes_tf1_file_names(tmp_path, backend):
+    w, b = _build()
+    saver = tf.train.Saver()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        prefix = saver.save(sess, str(tmp_path / "model.ckpt"), write_meta_graph=False)
+    assert prefix == str(tmp_path / "model.ckpt")
+    assert {"model.ckpt.index", "model.ckpt.data-00000-of-00001", "checkpoint"} == \
+        _files(tmp_path)
+    text = (tmp_path / "checkpoint").read_text()
+    assert f'model_checkpoint_path: "{prefix}"' in text  # absolute save path: kept absolute
+    assert "all_model_checkpoint_paths:" in text
+
+
+def test_restore_into_fresh_session(tmp_path, backend):
+    w, b = _build()
+    saver = tf.train.Saver()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(tf.assign(w, W * 2))
+        path = saver.save(sess, str(tmp_path / "m"))
+    with tf.Session() as sess:
+        saver.restore(sess, path)  # no initializer run: restore initializes
+        got_w, got_b = sess.run([w, b])
+    np.testing.assert_array_equal(got_w, W * 2)
+    np.testing.assert_array_equal(got_b, B)
+    assert got_w.dtype == np.float32 and got_b.dtype == np.float64
+
+
+def test_restore_into_fresh_graph_by_name(tmp_path, backend):
+    with tf.Graph().as_default() as g1:
+        w, b = _build()
+        saver = tf.train.Saver()
+        with tf.Session(graph=g1) as sess:
+            sess.run(tf.global_variables_initializer())
+            path = saver.save(sess, str(tmp_path / "m"), global_step=7)
+    with tf.Graph().as_default() as g2:
+        # different initial values and creation order: only the names matter
+        b2 = tf.Variable(np.zeros(2), name="b")
+        w2 = tf.Variable(np.zeros((2, 3), np.float32), name="layer/w")
+        with tf.Session(graph=g2) as sess:
+            tf.train.Saver().restore(sess, path)
+            np.testing.assert_array_equal(sess.run(w2), W)
+            np.testing.assert_array_equal(sess.run(b2), B)
+
+
+def test_global_step_suffix_int_and_tensor(tmp_path, backend):
+    w, b = _build()
+    gs = tf.train.get_or_create_global_step()
+    saver = tf.train.Saver()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert saver.save(sess, str(tmp_path / "m"), global_step=3) == str(tmp_path / "m-3")
+        gs.load(42, sess)
+        assert saver.save(sess, str(tmp_path / "m"), global_step=gs) == str(tmp_path / "m-42")
+    assert tf.train.latest_checkpoint(str(tmp_path)) == str(tmp_path / "m-42")
+    padded = tf.train.Saver(pad_step_number=True)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert padded.save(sess, str(tmp_path / "p"), global_step=5) == \
+            str(tmp_path / "p-00000005")
+
+
+def test_max_to_keep_prunes_old_files(tmp_path, backend):
+    w, b = _build()
+    saver = tf.train.Saver(max_to_keep=2)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        paths = [saver.save(sess, str(tmp_path / "m"), global_step=i) for i in range(4)]
+    assert saver.last_checkpoints == paths[2:]
+    for p in paths[:2]:
+        assert not tf.train.checkpoint_exists(p)
+        assert not os.path.exists(p + ".data-00000-of-00001")
+        assert not os.path.exists(p + ".meta")
+    for p in paths[2:]:
+        assert tf.train.checkpoint_exists(p)
+    state = tf.train.get_checkpoint_state(str(tmp_path))
+    assert state.model_checkpoint_path == paths[-1]
+    assert state.all_model_checkpoint_paths == paths[2:]
+
+
+def test_max_to_keep_zero_keeps_everything(tmp_path):
+    w, b = _build()
+    saver = tf.train.Saver(max_to_keep=0)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        paths = [saver.save(sess, str(tmp_path / "m"), global_step=i,
+                            write_meta_graph=False) for i in range(3)]
+    assert all(tf.train.checkpoint_exists(p) for p in paths)
+
+
+def test_latest_checkpoint_and_state(tmp_path):
+    assert tf.train.latest_checkpoint(str(tmp_path)) is None
+    assert tf.train.get_checkpoint_state(str(tmp_path)) is None
+    w, b = _build()
+    saver = tf.train.Saver()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        saver.save(sess, str(tmp_path / "a"), global_step=1)
+        p2 = saver.save(sess, str(tmp_path / "a"), global_step=2)
+    assert tf.train.latest_checkpoint(str(tmp_path)) == p2
+    assert tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths == [
+        str(tmp_path / "a-1"), p2]
+
+
+def test_save_relative_paths(tmp_path):
+    w, b = _build()
+    saver = tf.train.Saver(save_relative_paths=True)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        saver.save(sess, str(tmp_path / "r"), write_meta_graph=False)
+    assert 'model_checkpoint_path: "r"' in (tmp_path / "checkpoint").read_text()
+    # relative paths let the directory move
+    moved = tmp_path.parent / (tmp_path.name + "_moved")
+    os.rename(tmp_path, moved)
+    assert tf.train.latest_checkpoint(str(moved)) == str(moved / "r")
+
+
+def test_missing_checkpoint_raises_not_found(tmp_path):
+    w, b = _build()
+    saver = tf.train.Saver()
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.NotFoundError, match="nothere"):
+            saver.restore(sess, str(tmp_path / "nothere"))
+        with pytest.raises(ValueError):
+            saver.restore(sess, None)
+
+
+def test_missing_variable_raises_not_found(tmp_path):
+    with tf.Graph().as_default() as g1:
+        tf.Variable(W, name="layer/w")
+        with tf.Session(graph=g1) as sess:
+            sess.run(tf.global_variables_initializer())
+            path = tf.train.Saver().save(sess, str(tmp_path / "m"))
+    w, b = _build()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(tf.assign(w, W + 1))
+        with pytest.raises(tf.errors.NotFoundError, match="Key b not found"):
+            tf.train.Saver().restore(sess, path)
+        # nothing was written: the restore checks every variable first
+        np.testing.assert_array_equal(sess.run(w), W + 1)
+
+
+def test_shape_mismatch_raises_invalid_argument_naming_both(tmp_path):
+    with tf.Graph().as_default() as g1:
+        tf.Variable(W, name="layer/w")
+        with tf.Session(graph=g1) as sess:
+            sess.run(tf.global_variables_initializer())
+            path = tf.train.Saver().save(sess, str(tmp_path / "m"))
+    w = tf.Variable(np.zeros((3, 2), np.float32), name="layer/w")
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError) as info:
+            tf.train.Saver().restore(sess, path)
+    msg = str(info.value)
+    assert "[3, 2]" in msg and "[2, 3]" in msg and "layer/w" in msg
+    assert w is not None
+
+
+def test_dict_var_list_maps_names(tmp_path, backend):
+    w, b = _build()
+    saver = tf.train.Saver({"weights": w, "bias": b})
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        path = saver.save(sess, str(tmp_path / "m"))
+    assert sorted(n for n, _ in tf.train.list_variables(path)) == ["bias", "weights"]
+    np.testing.assert_array_equal(tf.train.load_variable(path, "weights"), W)
+    with tf.Graph().as_default() as g2:
+        other = tf.Variable(np.zeros((2, 3), np.float32), name="renamed")
+        with tf.Session(graph=g2) as sess:
+            tf.train.Saver({"weights": other}).restore(sess, path)
+            np.testing.assert_array_equal(sess.run(other), W)
+
+
+def test_list_var_list_saves_only_those(tmp_path):
+    w, b = _build()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        path = tf.train.Saver([b]).save(sess, str(tmp_path / "m"))
+    assert [n for n, _ in tf.train.list_variables(path)] == ["b"]
+
+
+def test_duplicate_names_and_empty_var_list():
+    w, b = _build()
+    with pytest.raises(ValueError, match="same name"):
+        tf.train.Saver([w, w])
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match="No variables to save"):
+            tf.train.Saver()
+
+
+def test_uninitialized_variable_cannot_be_saved(tmp_path):
+    w, b = _build()
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.FailedPreconditionError, match="layer/w"):
+            tf.train.Saver().save(sess, str(tmp_path / "m"))
+
+
+def test_missing_parent_directory(tmp_path):
+    w, b = _build()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        with pytest.raises(ValueError, match="Parent directory"):
+            tf.train.Saver().save(sess, str(tmp_path / "no" / "m"))
+
+
+def test_index_is_json_and_data_is_not_pickled(tmp_path):
+    w, b = _build()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        path = tf.train.Saver().save(sess, str(tmp_path / "m"))
+    index = json.loads((tmp_path / "m.index").read_text())
+    assert index["tensors"]["layer/w"]["shape"] == [2, 3]
+    assert index["tensors"]["b"]["dtype"] == "float64"
+    with np.load(path + ".data-00000-of-00001", allow_pickle=False) as data:
+        keys = {index["tensors"][n]["key"] for n in ("layer/w", "b")}
+        assert set(data.files) == keys
+
+
+def test_corrupt_data_file_is_data_loss(tmp_path):
+    w, b = _build()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        path = tf.train.Saver().save(sess, str(tmp_path / "m"))
+        with open(path + ".data-00000-of-00001", "r+b") as f:
+            f.seek(40)
+            f.write(b"\x00garbage\x00")
+        with pytest.raises(tf.errors.DataLossError):
+            tf.train.Saver().restore(sess, path)
+
+
+def test_crash_during_save_keeps_previous_checkpoint(tmp_path, monkeypatch, backend):
+    w, b = _build()
+    saver = tf.train.Saver()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        good = saver.save(sess, str(tmp_path / "m"), global_step=1)
+        sess.run(tf.assign(w, W * 10))
+
+        real_replace = os.replace
+
+        def crashing_replace(src, dst):
+            if str(dst).endswith(".data-00000-of-00001"):
+                raise OSError("simulated crash")
+            return real_replace(src, dst)
+
+        monkeypatch.setattr(os, "replace", crashing_replace)
+        with pytest.raises(OSError, match="simulated crash"):
+            saver.save(sess, str(tmp_path / "m"), global_step=2)
+        monkeypatch.setattr(os, "replace", real_replace)
+
+    assert tf.train.latest_checkpoint(str(tmp_path)) == good
+    assert not tf.train.checkpoint_exists(str(tmp_path / "m-2"))
+    assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]
+    with tf.Session() as sess:
+        saver.restore(sess, tf.train.latest_checkpoint(str(tmp_path)))
+        np.testing.assert_array_equal(sess.run(w), W)
+
+
+def test_crash_before_state_file_keeps_previous_latest(tmp_path, monkeypatch):
+    w, b = _build()
+    saver = tf.train.Saver()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        good = saver.save(sess, str(tmp_path / "m"), global_step=1, write_meta_graph=False)
+        real_replace = os.replace
+
+        def crashing_replace(src, dst):
+            if os.path.basename(str(dst)) == "checkpoint":
+                raise OSError("simulated crash")
+            return real_replace(src, dst)
+
+        monkeypatch.setattr(os, "replace", crashing_replace)
+        with pytest.raises(OSError):
+            saver.save(sess, str(tmp_path / "m"), global_step=2, write_meta_graph=False)
+    assert tf.train.latest_checkpoint(str(tmp_path)) == good
+
+
+def test_write_meta_graph_uses_serialize(tmp_path):
+    w, b = _build()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        path = tf.train.Saver().save(sess, str(tmp_path / "m"))
+    assert os.path.exists(path + ".meta")
+
+
+def test_recover_last_checkpoints(tmp_path):
+    w, b = _build()
+    saver = tf.train.Saver(max_to_keep=2)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        paths = [saver.save(sess, str(tmp_path / "m"), global_step=i,
+                            write_meta_graph=False) for i in range(2)]
+    fresh = tf.train.Saver(max_to_keep=2)
+    fresh.recover_last_checkpoints(
+        tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths)
+    assert fresh.last_checkpoints == paths
+
+
+def test_state_file_round_trip_with_odd_characters(tmp_path):
+    odd = str(tmp_path / 'we"ird\\name')
+    saver_mod.update_checkpoint_state(str(tmp_path), odd, [odd])
+    state = tf.train.get_checkpoint_state(str(tmp_path))
+    assert state.model_checkpoint_path == odd
+    assert state.all_model_checkpoint_paths == [odd]
