@@ -45,6 +45,13 @@ class Budget:
     sample_target: float = 2e-3
     processes: int = 3  # repetitions of a cell measured in fresh processes
 
+    def describe(self) -> str:
+        return (f"{self.min_time:g}-{self.max_time:g} s per cell, at least {self.min_samples} "
+                f"samples (at most {self.max_samples}), {self.warmup} warm-up call(s) after the "
+                f"checked first call, calls grouped into samples of about "
+                f"{self.sample_target * 1e3:g} ms, {self.processes} fresh process(es) per "
+                "compile-time cell")
+
 
 FULL = Budget()
 QUICK = Budget(min_time=0.05, max_time=0.3, min_samples=3, max_samples=500, warmup=1,
@@ -89,7 +96,8 @@ class Timing:
 
     def as_dict(self) -> dict:
         return {"median": self.median, "q1": self.q1, "q3": self.q3, "min": self.min,
-                "max": self.max, "samples": len(self.samples), "calls": self.calls}
+                "max": self.max, "samples": len(self.samples), "calls": self.calls,
+                "values": [float(f"{v:.4g}") for v in self.samples]}
 
 
 def measure(fn: Callable[[], Any], budget: Budget) -> Timing:
@@ -137,8 +145,9 @@ def snapshot(value: Any) -> Any:
 
 
 def compare(got: Any, want: Any, rtol: float, atol: float, path: str = "result") -> Optional[str]:
-    """None when `got` matches `want` (same nesting, shapes, values within tolerance), else a
-    one-line description of the first difference."""
+    """None when `got` matches `want` (same nesting, shapes, values within tolerance, and the
+    same float dtype for arrays: computing a float32 case in float64 is not the same work),
+    else a one-line description of the first difference."""
     if isinstance(want, (list, tuple)):
         if not isinstance(got, (list, tuple)) or len(got) != len(want):
             return f"{path}: expected a sequence of {len(want)}, got {type(got).__name__}"
@@ -154,6 +163,9 @@ def compare(got: Any, want: Any, rtol: float, atol: float, path: str = "result")
     w = np.asarray(want, dtype=np.float64)
     if g.shape != w.shape:
         return f"{path}: shape {g.shape} != expected {w.shape}"
+    g_dt, w_dt = np.asarray(got).dtype, np.asarray(want).dtype
+    if w.ndim and g_dt != w_dt and np.issubdtype(w_dt, np.floating):
+        return f"{path}: dtype {g_dt} != expected {w_dt}"
     bad = ~np.isclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
     if bad.any():
         i = np.unravel_index(np.argmax(bad), bad.shape) if bad.ndim else ()

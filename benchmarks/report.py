@@ -172,12 +172,17 @@ def to_markdown(results: Results, facts: dict, title: str = "jitflow benchmarks"
             lines += ["**The compiled backend did not run; these ratios are the "
                       "interpreter's.**", ""]
         lines += ["| case | " + " | ".join(f"vs {_peer_title(results, n)}" for n in others)
-                  + " |", "|---" * (len(others) + 1) + "|"]
+                  + " | jitflow first call |", "|---" * (len(others) + 2) + "|"]
         for case in results.cases:
             ratios = [results.speedup(case.id, base, n) for n in others]
+            cell = results.cell(case.id, base)
+            first = (format_seconds(cell.first_call_s)
+                     if cell is not None and cell.first_call_s is not None else "-")
             lines.append(f"| {case.title} | " + " | ".join(
-                f"{r:.2f}x" if r is not None else "-" for r in ratios) + " |")
-        lines.append("")
+                f"{r:.2f}x" if r is not None else "-" for r in ratios) + f" | {first} |")
+        lines += ["", "\"jitflow first call\" is the first `Session.run` of the case, which "
+                  "builds the plan and compiles (or loads from the cache in "
+                  "`JITFLOW_CACHE_DIR`).", ""]
     lines += ["## DESIGN.md §7 targets", "", "| target | case | required | measured | status |",
               "|---|---|---|---|---|"]
     lines += [_target_line(r) for r in evaluate_targets(results)]
@@ -223,7 +228,7 @@ def to_markdown(results: Results, facts: dict, title: str = "jitflow benchmarks"
               "- Thread settings, set before any import: " + ", ".join(
                   f"`{k}={v}`" for k, v in facts["thread_env"].items()) + "; TF sessions use "
               "`intra_op_parallelism_threads=1, inter_op_parallelism_threads=1`.",
-              f"- Budget: {results.budget}",
+              f"- Repetitions: {results.budget.describe()}.",
               f"- git commit {facts.get('git_commit', '')}", ""]
     return "\n".join(lines)
 
@@ -278,8 +283,9 @@ def write_chart(results: Results, path: str) -> Optional[str]:
     ax.invert_yaxis()
     ax.set_xlabel(f"speedup of {_peer_title(results, base)} (peer time / jitflow time; "
                   ">1 means jitflow is faster)")
-    ax.legend(fontsize=8, loc="lower right")
     ax.grid(axis="x", which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(others),
+              frameon=False)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

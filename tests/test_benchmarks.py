@@ -78,6 +78,9 @@ def test_markdown_has_a_row_per_case_and_a_column_per_peer(tiny_results):
         assert any(ln.startswith(f"| {case.title} |") for ln in table_rows), case.id
     assert "## DESIGN.md §7 targets" in md
     assert "OPENBLAS_NUM_THREADS" in md
+    # Without the compiled peer the ratios are the interpreter's, and the report says so.
+    assert "## Speedup of jitflow interpreter" in md
+    assert "The compiled backend did not run" in md
 
 
 def test_json_dump_holds_the_raw_numbers(tiny_results):
@@ -169,6 +172,9 @@ def test_compare_walks_nesting_and_uses_the_tolerance():
     assert "shape" in compare(np.ones(3), np.ones(4), 1e-3, 0)
     assert "sequence" in compare(1.0, (1.0, 2.0), 1e-3, 0)
     assert compare(np.array([np.nan]), np.array([np.nan]), 1e-3, 0) is None
+    # float32 work done in float64 is a different computation: arrays must keep the dtype.
+    assert "dtype" in compare(np.ones(3), np.ones(3, np.float32), 1e-3, 0)
+    assert compare(1.0, np.float32(1.0), 1e-3, 0) is None  # scalars: values only
 
 
 # -- timing rules (counts only) -----------------------------------------------------------------
