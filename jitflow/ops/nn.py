@@ -364,7 +364,8 @@ register("SparseSoftmaxCrossEntropyWithLogits", infer=_sparse_xent_infer, ref=_s
 def softmax_cross_entropy_with_logits_v2(labels, logits, axis=None, name: Optional[str] = None,
                                          dim=None) -> Tensor:
     """`tf.nn.softmax_cross_entropy_with_logits_v2`: -sum(labels * log_softmax(logits)) along
-    `axis`; differentiable with respect to both logits and labels."""
+    `axis`; differentiable with respect to both logits and labels. As in TF, the logits
+    gradient is softmax(logits) - labels, exact when each row of labels sums to 1."""
     axis = _legacy(axis, dim, "axis", "dim")
     with name_scope(name, "softmax_cross_entropy_with_logits", [logits, labels]) as scope:
         logits = convert_to_tensor(logits, name="logits")

@@ -1,0 +1,338 @@
+"""tf.nn and tf.losses: activation values and names, softmax/cross-entropy stability with
+large logits, label checks, bias_add rules, moments, dropout, l2 ops, losses with weights and
+the LOSSES collection, and gradients against central differences."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jitflow as tf
+from test_math import check_gradient, run, symbolic_gradients
+
+_RNG = np.random.default_rng(5)
+
+
+def _distribution(shape, axis=-1):
+    """Random rows that sum to 1 (cross-entropy labels; TF's gradient assumes this)."""
+    p = _RNG.uniform(0.1, 1, shape)
+    return p / p.sum(axis=axis, keepdims=True)
+
+
+def _np_log_softmax(x, axis=-1):
+    x = np.asarray(x, dtype=np.float64)
+    m = x.max(axis=axis, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
+
+
+# -- activations ----------------------------------------------------------------------------------
+def test_activation_values_and_op_types(backend):
+    x = tf.placeholder(tf.float32, [6])
+    v = np.float32([-3.0, -0.5, 0.0, 0.5, 3.0, 7.0])
+    outs = [tf.nn.relu(x), tf.nn.relu6(x), tf.nn.leaky_relu(x), tf.nn.leaky_relu(x, 0.1),
+            tf.nn.elu(x), tf.nn.selu(x), tf.nn.softsign(x), tf.nn.softplus(x)]
+    assert [t.op.type for t in outs] == ["Relu", "Relu6", "LeakyRelu", "LeakyRelu", "Elu",
+                                         "Selu", "Softsign", "Softplus"]
+    got = run(outs, {x: v}, backend)
+    d = v.astype(np.float64)
+    scale, alpha = 1.0507009873554805, 1.6732632423543772
+    want = [np.maximum(d, 0), np.clip(d, 0, 6), np.where(d > 0, d, 0.2 * d),
+            np.where(d > 0, d, 0.1 * d), np.where(d > 0, d, np.exp(d) - 1),
+            scale * np.where(d > 0, d, alpha * (np.exp(d) - 1)), d / (1 + np.abs(d)),
+            np.log1p(np.exp(d))]
+    for g, w, t in zip(got, want, outs):
+        assert g.dtype == np.float32, t.op.type
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-7, err_msg=t.op.type)
+
+
+def test_relu_on_integers(backend):
+    x = tf.constant([-2, 0, 3, 9])
+    assert run(tf.nn.relu(x), backend=backend).tolist() == [0, 0, 3, 9]
+    assert run(tf.nn.relu6(x), backend=backend).tolist() == [0, 0, 3, 6]
+
+
+ACT_GRADS = [
+    ("relu", tf.nn.relu), ("relu6", lambda x: tf.nn.relu6(x * 4.0)),
+    ("leaky", lambda x: tf.nn.leaky_relu(x, alpha=0.3)), ("elu", tf.nn.elu),
+    ("selu", tf.nn.selu), ("softsign", tf.nn.softsign),
+]
+
+
+@pytest.mark.parametrize("fn", [pytest.param(f, id=n) for n, f in ACT_GRADS])
+def test_activation_gradients(fn):
+    x = np.array([-1.7, -0.6, -0.2, 0.3, 0.9, 2.1])  # away from the kinks at 0 and 6/4
+    check_gradient(fn, [x])
+
+
+# -- softmax and cross entropy --------------------------------------------------------------------
+def test_softmax_and_log_softmax_are_stable(backend):
+    x = tf.placeholder(tf.float32, [2, 3])
+    v = np.float32([[1000, 0, -1000], [-5e4, -5e4 + 1, -5e4 + 2]])
+    sm, lsm = run([tf.nn.softmax(x), tf.nn.log_softmax(x)], {x: v}, backend)
+    assert np.all(np.isfinite(sm)) and np.all(np.isfinite(lsm))
+    np.testing.assert_allclose(lsm, _np_log_softmax(v), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(sm, np.exp(_np_log_softmax(v)), rtol=1e-6, atol=1e-30)
+    np.testing.assert_allclose(sm.sum(axis=1), [1, 1], rtol=1e-6)
+
+
+def test_softmax_axis_and_legacy_dim(backend):
+    x = tf.placeholder(tf.float64, [2, 3, 4])
+    v = _RNG.standard_normal((2, 3, 4))
+    a, b = run([tf.nn.softmax(x, axis=1), tf.nn.log_softmax(x, dim=0)], {x: v}, backend)
+    np.testing.assert_allclose(a, np.exp(_np_log_softmax(v, 1)), rtol=1e-12)
+    np.testing.assert_allclose(b, _np_log_softmax(v, 0), rtol=1e-12)
+    assert tf.nn.softmax(x, axis=1).op.get_attr("axis") == 1
+    with pytest.raises(ValueError):
+        tf.nn.softmax(x, axis=1, dim=1)
+    with pytest.raises(TypeError):
+        tf.nn.softmax(tf.placeholder(tf.int32, [2, 3]))
+
+
+def test_cross_entropy_with_large_logits_is_finite(backend):
+    logits = tf.placeholder(tf.float32, [2, 3])
+    labels = tf.placeholder(tf.float32, [2, 3])
+    lv = np.float32([[1e4, -1e4, 0], [-3e4, 3e4, 3e4]])
+    yv = np.float32([[0, 1, 0], [0.5, 0.25, 0.25]])
+    xent = tf.nn.softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits)
+    assert xent.shape.as_list() == [2]
+    (g,) = symbolic_gradients(xent, [logits], np.ones(2, np.float32))
+    got, grad = run([xent, g], {logits: lv, labels: yv}, backend)
+    want = -(yv * _np_log_softmax(lv)).sum(axis=1)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert np.all(np.isfinite(grad))
+    np.testing.assert_allclose(grad, np.exp(_np_log_softmax(lv)) - yv, atol=1e-6)
+
+
+def test_sparse_cross_entropy_values_and_label_checks(backend):
+    logits = tf.placeholder(tf.float32, [None, 3])
+    labels = tf.placeholder(tf.int64, [None])
+    loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    assert loss.shape.as_list() == [None] and loss.dtype == tf.float32
+    lv = np.float32([[5e3, 0, -5e3], [1, 2, 3]])
+    got = run(loss, {logits: lv, labels: [2, 0]}, backend)
+    want = -_np_log_softmax(lv)[[0, 1], [2, 0]]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="label value"):
+        run(loss, {logits: lv, labels: [3, 0]}, backend)
+    with pytest.raises(ValueError, match="Rank mismatch"):
+        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.placeholder(tf.int32, [2, 3]),
+                                                       logits=tf.placeholder(tf.float32, [2, 3]))
+    with pytest.raises(TypeError):
+        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.placeholder(tf.float32, [2]),
+                                                       logits=tf.placeholder(tf.float32, [2, 3]))
+    with pytest.raises(ValueError):
+        tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
+
+
+def test_sigmoid_cross_entropy_is_stable(backend):
+    x = tf.placeholder(tf.float32, [5])
+    z = tf.placeholder(tf.float32, [5])
+    xv = np.float32([-1e4, -20, 0, 20, 1e4])
+    zv = np.float32([0, 1, 0.5, 0, 1])
+    got = run(tf.nn.sigmoid_cross_entropy_with_logits(labels=z, logits=x), {x: xv, z: zv},
+              backend)
+    d = xv.astype(np.float64)
+    want = np.maximum(d, 0) - d * zv + np.log1p(np.exp(-np.abs(d)))
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    with pytest.raises(ValueError):
+        tf.nn.sigmoid_cross_entropy_with_logits(labels=tf.placeholder(tf.float32, [4]),
+                                                logits=x)
+
+
+def test_v1_cross_entropy_gives_labels_no_gradient():
+    logits = tf.placeholder(tf.float64, [2, 3])
+    labels = tf.placeholder(tf.float64, [2, 3])
+    v1 = tf.nn.softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    g_logits, g_labels = symbolic_gradients(v1, [logits, labels], np.ones(2))
+    assert g_labels is None and g_logits is not None
+
+
+XENT_GRADS = [
+    ("softmax", lambda x: tf.nn.softmax(x), [_RNG.standard_normal((2, 3))]),
+    ("softmax_axis0", lambda x: tf.nn.softmax(x, axis=0), [_RNG.standard_normal((3, 2))]),
+    ("log_softmax", lambda x: tf.nn.log_softmax(x), [_RNG.standard_normal((2, 3))]),
+    ("xent_v2", lambda y, x: tf.nn.softmax_cross_entropy_with_logits_v2(labels=y, logits=x),
+     [_distribution((2, 3)), _RNG.standard_normal((2, 3))]),
+    ("xent_v2_axis0", lambda y, x: tf.nn.softmax_cross_entropy_with_logits_v2(
+        labels=y, logits=x, axis=0), [_distribution((3, 2), 0), _RNG.standard_normal((3, 2))]),
+    ("sparse_xent", lambda x: tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=[[0, 2], [1, 1]], logits=x), [_RNG.standard_normal((2, 2, 3))]),
+    ("sigmoid_xent", lambda z, x: tf.nn.sigmoid_cross_entropy_with_logits(labels=z, logits=x),
+     [_RNG.uniform(0, 1, (2, 3)), _RNG.standard_normal((2, 3))]),
+    ("l2_loss", lambda x: tf.nn.l2_loss(x), [_RNG.standard_normal((2, 3))]),
+    ("bias_add", lambda v, b: tf.nn.bias_add(v, b),
+     [_RNG.standard_normal((2, 2, 3)), _RNG.standard_normal(3)]),
+    ("l2_normalize", lambda x: tf.nn.l2_normalize(x, axis=1), [_RNG.standard_normal((2, 3))]),
+    ("moments", lambda x: tf.add_n(list(tf.nn.moments(x, [0]))), [_RNG.standard_normal((4, 2))]),
+    ("xw_plus_b", lambda x, w, b: tf.nn.xw_plus_b(x, w, b),
+     [_RNG.standard_normal((2, 3)), _RNG.standard_normal((3, 2)), _RNG.standard_normal(2)]),
+]
+
+
+@pytest.mark.parametrize("fn,arrays", [pytest.param(f, a, id=n) for n, f, a in XENT_GRADS])
+def test_nn_gradients(fn, arrays):
+    check_gradient(fn, arrays, rtol=1e-4, atol=1e-7)
+
+
+# -- bias_add, l2 ops, moments, dropout -----------------------------------------------------------
+def test_bias_add_rules(backend):
+    v = tf.placeholder(tf.float32, [None, 2, 3])
+    b = tf.placeholder(tf.float32, [3])
+    out = tf.nn.bias_add(v, b)
+    assert out.op.type == "BiasAdd" and out.shape.as_list() == [None, 2, 3]
+    vv = _RNG.standard_normal((1, 2, 3)).astype(np.float32)
+    bv = np.float32([1, 2, 3])
+    np.testing.assert_allclose(run(out, {v: vv, b: bv}, backend), vv + bv)
+    with pytest.raises(ValueError, match="at least rank 2"):
+        tf.nn.bias_add(tf.placeholder(tf.float32, [3]), b)
+    with pytest.raises(ValueError, match="Dimensions must be equal"):
+        tf.nn.bias_add(tf.placeholder(tf.float32, [2, 4]), b)
+    with pytest.raises(ValueError, match="rank 1"):
+        tf.nn.bias_add(v, tf.placeholder(tf.float32, [1, 3]))
+
+
+def test_l2_loss_normalize_xw_plus_b(backend):
+    x = tf.placeholder(tf.float64, [2, 3])
+    w = tf.placeholder(tf.float64, [3, 2])
+    b = tf.placeholder(tf.float64, [2])
+    xv, wv, bv = _RNG.standard_normal((2, 3)), _RNG.standard_normal((3, 2)), np.array([1., 2.])
+    l2, nrm, nrm_all, xwb = run([tf.nn.l2_loss(x), tf.nn.l2_normalize(x, 1),
+                                 tf.nn.l2_normalize(x), tf.nn.xw_plus_b(x, w, b)],
+                                {x: xv, w: wv, b: bv}, backend)
+    np.testing.assert_allclose(l2, (xv ** 2).sum() / 2)
+    np.testing.assert_allclose(nrm, xv / np.linalg.norm(xv, axis=1, keepdims=True))
+    np.testing.assert_allclose(nrm_all, xv / np.linalg.norm(xv))
+    np.testing.assert_allclose(xwb, xv @ wv + bv)
+    zero = run(tf.nn.l2_normalize(tf.zeros([3])), backend=backend)
+    assert zero.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_moments(backend):
+    x = tf.placeholder(tf.float64, [None, 3])
+    xv = _RNG.standard_normal((5, 3))
+    mean, var = tf.nn.moments(x, axes=[0])
+    assert mean.shape.as_list() == [3] and var.shape.as_list() == [3]
+    mk, vk = tf.nn.moments(x, [0, 1], keep_dims=True)
+    assert mk.shape.as_list() == [1, 1]
+    got = run([mean, var, mk, vk], {x: xv}, backend)
+    np.testing.assert_allclose(got[0], xv.mean(0))
+    np.testing.assert_allclose(got[1], xv.var(0))
+    np.testing.assert_allclose(got[2], [[xv.mean()]])
+    np.testing.assert_allclose(got[3], [[xv.var()]])
+
+
+def test_dropout_keeps_and_scales(backend):
+    x = tf.ones([200, 50])
+    keep = tf.placeholder(tf.float32, [])
+    d = tf.nn.dropout(x, keep_prob=keep, seed=1)
+    d_rate = tf.nn.dropout(x, rate=0.75, seed=2)
+    rows = tf.nn.dropout(x, keep_prob=0.5, noise_shape=[200, 1], seed=3)
+    got, got_rate, got_rows = run([d, d_rate, rows], {keep: 0.5}, backend)
+    assert set(np.unique(got)) <= {0.0, 2.0}
+    assert 0.4 < np.mean(got > 0) < 0.6  # 10000 draws: the kept share is 0.5 +- 0.015 (3 sd)
+    assert set(np.unique(got_rate)) <= {0.0, 4.0} and 0.2 < np.mean(got_rate > 0) < 0.3
+    assert np.all(got_rows == got_rows[:, :1])  # one draw per row
+    assert tf.nn.dropout(x, keep_prob=1.0) is x
+    with pytest.raises(ValueError):
+        tf.nn.dropout(x, keep_prob=0.0)
+    with pytest.raises(ValueError):
+        tf.nn.dropout(x, keep_prob=0.5, rate=0.5)
+    with pytest.raises(ValueError):
+        tf.nn.dropout(tf.constant([1, 2]), keep_prob=0.5)
+
+
+def test_dropout_with_unknown_shape(backend):
+    x = tf.placeholder(tf.float32, [None, 4])
+    d = tf.nn.dropout(x, rate=0.5, seed=7)
+    got = run(d, {x: np.ones((3, 4), np.float32)}, backend)
+    assert got.shape == (3, 4) and set(np.unique(got)) <= {0.0, 2.0}
+
+
+# -- tf.losses ------------------------------------------------------------------------------------
+def test_losses_default_reduction_is_the_mean(backend):
+    y = tf.placeholder(tf.float32, [None, 2])
+    p = tf.placeholder(tf.float32, [None, 2])
+    yv = np.float32([[0, 1], [2, 3], [1, 1]])
+    pv = np.float32([[0.5, 1], [0, 4], [1, 3]])
+    mse = tf.losses.mean_squared_error(y, p)
+    mad = tf.losses.absolute_difference(y, p)
+    hub = tf.losses.huber_loss(y, p, delta=1.0)
+    got = run([mse, mad, hub], {y: yv, p: pv}, backend)
+    e = np.abs(pv - yv).astype(np.float64)
+    np.testing.assert_allclose(got[0], np.mean(e ** 2), rtol=1e-6)
+    np.testing.assert_allclose(got[1], np.mean(e), rtol=1e-6)
+    np.testing.assert_allclose(got[2], np.mean(np.where(e <= 1, 0.5 * e ** 2, e - 0.5)),
+                               rtol=1e-6)
+    assert tf.losses.get_losses() == [mse, mad, hub]
+    total = run(tf.losses.get_total_loss(), {y: yv, p: pv}, backend)
+    np.testing.assert_allclose(total, sum(got), rtol=1e-6)
+
+
+def test_weights_and_reductions(backend):
+    y = tf.placeholder(tf.float32, [3, 2])
+    p = tf.placeholder(tf.float32, [3, 2])
+    w = tf.placeholder(tf.float32, [3, 1])
+    yv = np.zeros((3, 2), np.float32)
+    pv = np.float32([[1, 2], [3, 4], [5, 6]])
+    wv = np.float32([[1], [0], [2]])
+    R = tf.losses.Reduction
+    outs = [tf.losses.absolute_difference(y, p, w),
+            tf.losses.absolute_difference(y, p, w, reduction=R.SUM),
+            tf.losses.absolute_difference(y, p, w, reduction=R.MEAN),
+            tf.losses.absolute_difference(y, p, w, reduction=R.SUM_OVER_BATCH_SIZE),
+            tf.losses.absolute_difference(y, p, w, reduction=R.NONE),
+            tf.losses.absolute_difference(y, p, 0.0)]
+    got = run(outs, {y: yv, p: pv, w: wv}, backend)
+    weighted = pv * wv
+    np.testing.assert_allclose(got[0], weighted.sum() / 4)  # four elements have weight != 0
+    np.testing.assert_allclose(got[1], weighted.sum())
+    np.testing.assert_allclose(got[2], weighted.sum() / (wv * np.ones((3, 2))).sum())
+    np.testing.assert_allclose(got[3], weighted.sum() / 6)
+    np.testing.assert_allclose(got[4], weighted)
+    assert got[5] == 0.0
+    with pytest.raises(ValueError):
+        tf.losses.absolute_difference(y, p, reduction="bogus")
+    with pytest.raises(ValueError):
+        tf.losses.absolute_difference(y, p, tf.placeholder(tf.float32, [4, 2]))
+
+
+def test_classification_losses(backend):
+    logits = tf.placeholder(tf.float64, [2, 3])
+    lv = np.array([[2.0, -1.0, 0.5], [0.0, 3.0, -2.0]])
+    onehot = np.array([[1.0, 0, 0], [0, 0, 1.0]])
+    sparse = np.array([0, 2])
+    outs = [tf.losses.softmax_cross_entropy(onehot, logits),
+            tf.losses.softmax_cross_entropy(onehot, logits, label_smoothing=0.3),
+            tf.losses.sparse_softmax_cross_entropy(sparse, logits),
+            tf.losses.sigmoid_cross_entropy(onehot, logits),
+            tf.losses.sigmoid_cross_entropy(onehot, logits, label_smoothing=0.2),
+            tf.losses.log_loss(onehot, tf.sigmoid(logits))]
+    assert outs[0].dtype == tf.float64
+    got = run(outs, {logits: lv}, backend)
+    lsm = _np_log_softmax(lv)
+    smooth = onehot * 0.7 + 0.1
+    sig = 1 / (1 + np.exp(-lv))
+
+    def sxent(z):
+        return np.mean(np.maximum(lv, 0) - lv * z + np.log1p(np.exp(-np.abs(lv))))
+    np.testing.assert_allclose(got[0], -np.mean((onehot * lsm).sum(1)), rtol=1e-6)
+    np.testing.assert_allclose(got[1], -np.mean((smooth * lsm).sum(1)), rtol=1e-6)
+    np.testing.assert_allclose(got[2], -np.mean(lsm[[0, 1], sparse]), rtol=1e-6)
+    np.testing.assert_allclose(got[3], sxent(onehot), rtol=1e-6)
+    np.testing.assert_allclose(got[4], sxent(onehot * 0.8 + 0.1), rtol=1e-6)
+    want_log = np.mean(-onehot * np.log(sig + 1e-7) - (1 - onehot) * np.log(1 - sig + 1e-7))
+    np.testing.assert_allclose(got[5], want_log, rtol=1e-5)
+    assert len(tf.losses.get_losses()) == 6
+
+
+def test_loss_collection_options():
+    y = tf.constant([1.0, 2.0])
+    tf.losses.mean_squared_error(y, y, loss_collection=None)
+    assert tf.losses.get_losses() == []
+    with pytest.raises(ValueError):
+        tf.losses.get_total_loss()
+    tf.add_to_collection(tf.GraphKeys.REGULARIZATION_LOSSES, tf.constant(0.5))
+    reg = tf.losses.get_regularization_loss()
+    assert run(reg) == 0.5
+    own = tf.losses.mean_squared_error(y, y * 2.0, loss_collection="mine")
+    assert tf.losses.get_losses(loss_collection="mine") == [own]
+    assert run(tf.losses.get_total_loss()) == 0.5
