@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from jitflow.compiler.fuse import (Apply, AssignVar, CopyVar, Kernel, Lit, Load, Loop, MatMul,
-                                   Reduce, Value)
+                                   RangeCheck, Reduce, RowOp, Value)
 
 __all__ = ["generate_function", "ERROR_PREFIX"]
 
@@ -58,7 +58,10 @@ class _Writer:
         self.lines.append(_IND * depth + text + tag)
 
     # -- expressions ----------------------------------------------------------------------
-    def load(self, v: Value, idx: list, flat: bool) -> str:
+    def load(self, v: Value, idx: list, flat: bool, axes=None) -> str:
+        if axes is not None and v.rank > 0:
+            parts = ["0" if one else idx[a] for one, a in zip(v.ones, axes)]
+            return f"{v.name}[{', '.join(parts)}]"
         if v.rank == 0:
             return f"{v.name}[()]" if v.kind == "var" else v.name
         if flat:
@@ -74,7 +77,7 @@ class _Writer:
         if isinstance(e, Lit):
             return _lit(e.value, e.dtype)
         if isinstance(e, Load):
-            return self.load(e.value, idx, flat)
+            return self.load(e.value, idx, flat, e.axes)
         assert isinstance(e, Apply)
         args = [self.expr(a, idx, flat, depth) for a in e.args]
         text = self.map_functions(e.template.format(*args), e.dtype)
@@ -92,9 +95,12 @@ class _Writer:
         return text
 
     @staticmethod
-    def loads(e, acc: list) -> list:
+    def loads(e, acc: list, remapped: bool = False) -> list:
         if isinstance(e, Load):
-            acc.append(e.value)
+            if remapped or e.axes is None:
+                acc.append(e.value)
+            else:
+                acc.append(None)
         elif isinstance(e, Apply):
             for a in e.args:
                 _Writer.loads(a, acc)
@@ -102,8 +108,9 @@ class _Writer:
 
     def can_flatten(self, e, ones: tuple) -> bool:
         """A flat loop works when every array operand has exactly the output's shape class."""
-        vals = [v for v in self.loads(e, []) if v.rank > 0]
-        return all(v.rank == len(ones) and v.ones == ones for v in vals)
+        vals = self.loads(e, [])
+        return all(v is None and False or v is not None and (
+            v.rank == 0 or v.rank == len(ones) and v.ones == ones) for v in vals)
 
     def open_loops(self, dims: tuple, ones: tuple, depth: int, op: int, skip=()) -> tuple:
         idx = []
@@ -141,7 +148,7 @@ class _Writer:
         if self.can_flatten(e, out.ones):
             n = f"n{out.name}"
             self.emit(depth, f"{n} = {target}.size", op)
-            self.flat_views([out] + self.loads(e, []), n, depth, op)
+            self.flat_views([out] + self.loads(e, [], True), n, depth, op)
             self.emit(depth, f"for i in range({n}):", op)
             val = self.expr(e, ["i"], True, depth + 1)
             dst = f"f_{out.name}[i]"
@@ -179,6 +186,80 @@ class _Writer:
         a = s.a.name + (".T" if s.ta else "")
         b = s.b.name + (".T" if s.tb else "")
         self.emit(depth, f"np.dot({a}, {b}, {s.out.name})", s.op)
+
+    def row(self, s: RowOp, depth: int) -> None:
+        """Softmax-family ops: per row, max, sum of exps, then the outputs."""
+        x, op, how = s.x, s.op, s.how
+        dt = x.dtype
+        c = _dim(x.dims[-1])
+        rows = " * ".join(_dim(d) for d in x.dims[:-1]) or "1"
+        exp = self.map_functions("math.exp(", dt)
+        log = self.map_functions("math.log(", dt)
+        zero, ninf = _lit(0, dt), _lit(-math.inf, dt)
+        nm = x.name
+        self.emit(depth, f"r_{nm} = {rows}", op)
+        self.emit(depth, f"x2_{nm} = {nm}.reshape((r_{nm}, {c}))", op)
+        views = []
+        for o in s.outs:
+            if o is not None:
+                self.alloc(o, depth, op)
+                if o.rank == x.rank:
+                    self.emit(depth, f"m2_{o.name} = {o.name}.reshape((r_{nm}, {c}))", op)
+                    views.append(("row", o))
+                else:
+                    self.emit(depth, f"m1_{o.name} = {o.name}.reshape(r_{nm})", op)
+                    views.append(("loss", o))
+            else:
+                views.append(None)
+        if s.labels is not None:
+            lab = s.labels
+            if how == "xent":
+                self.emit(depth, f"l2_{nm} = {lab.name}.reshape((r_{nm}, {c}))", op)
+            else:
+                self.emit(depth, f"l1_{nm} = {lab.name}.reshape(r_{nm})", op)
+        self.emit(depth, f"for r in range(r_{nm}):", op)
+        d = depth + 1
+        self.emit(d, f"m = {ninf}", op)
+        self.emit(d, f"for j in range({c}):", op)
+        self.emit(d + 1, f"if x2_{nm}[r, j] > m:", op)
+        self.emit(d + 2, f"m = x2_{nm}[r, j]", op)
+        self.emit(d, "if not np.isfinite(m):", op)
+        self.emit(d + 1, f"m = {zero}", op)
+        self.emit(d, "s = 0.0", op)
+        self.emit(d, f"for j in range({c}):", op)
+        self.emit(d + 1, f"s += {exp}x2_{nm}[r, j] - m)", op)
+        self.emit(d, f"ls = {_np(dt)}({log}{_np(dt)}(s)))", op)
+        if how == "softmax":
+            (_, y), = views
+            self.emit(d, f"inv = {_np(dt)}(s)", op)
+            self.emit(d, f"for j in range({c}):", op)
+            self.emit(d + 1, f"m2_{y.name}[r, j] = {exp}x2_{nm}[r, j] - m) / inv", op)
+            return
+        if how == "log_softmax":
+            (_, y), = views
+            self.emit(d, f"for j in range({c}):", op)
+            self.emit(d + 1, f"m2_{y.name}[r, j] = x2_{nm}[r, j] - m - ls", op)
+            return
+        loss, bp = views
+        if how == "sparse_xent":
+            self.emit(d, f"k = l1_{nm}[r]", op)
+            if loss is not None:
+                self.emit(d, f"m1_{loss[1].name}[r] = -(x2_{nm}[r, k] - m - ls)", op)
+            if bp is not None:
+                self.emit(d, f"for j in range({c}):", op)
+                self.emit(d + 1, f"p = {exp}x2_{nm}[r, j] - m - ls)", op)
+                self.emit(d + 1, f"m2_{bp[1].name}[r, j] = p - {_np(dt)}(1) if j == k else p",
+                          op)
+            return
+        if loss is not None:
+            self.emit(d, "acc = 0.0", op)
+            self.emit(d, f"for j in range({c}):", op)
+            self.emit(d + 1, f"acc += l2_{nm}[r, j] * (x2_{nm}[r, j] - m - ls)", op)
+            self.emit(d, f"m1_{loss[1].name}[r] = -acc", op)
+        if bp is not None:
+            self.emit(d, f"for j in range({c}):", op)
+            self.emit(d + 1, f"m2_{bp[1].name}[r, j] = {exp}x2_{nm}[r, j] - m - ls) - "
+                             f"l2_{nm}[r, j]", op)
 
     def reduce(self, s: Reduce, depth: int) -> None:
         out, op, how = s.out, s.op, s.how
@@ -270,6 +351,17 @@ def generate_function(kernel: Kernel, name: str, vecmath: dict | None = None) ->
             if not one:
                 w.emit(1, f"e{v.slot}_{k} = {v.name}.shape[{k}]")
     for c in kernel.checks:
+        if isinstance(c, RangeCheck):
+            v = c.value
+            if v.rank == 0:
+                w.emit(1, f"if {v.name} < 0 or {v.name} >= {_dim(c.dim)}:", c.op)
+            else:
+                w.emit(1, f"for i in range({v.name}.size):", c.op)
+                w.emit(2, f"q = {v.name}.reshape({v.name}.size)[i]", c.op)
+                w.emit(2, f"if q < 0 or q >= {_dim(c.dim)}:", c.op)
+            w.emit(3 if v.rank else 2, f"raise ValueError(\"{ERROR_PREFIX}{c.op}:{c.what}\")",
+                   c.op)
+            continue
         w.emit(1, f"if {_dim(c.a)} != {_dim(c.b)}:", c.op)
         w.emit(2, f"raise ValueError(\"{ERROR_PREFIX}{c.op}:{c.what}\")", c.op)
     for s in kernel.stmts:
@@ -283,6 +375,8 @@ def generate_function(kernel: Kernel, name: str, vecmath: dict | None = None) ->
             w.assign(s, 1)
         elif isinstance(s, CopyVar):
             w.copy(s, 1)
+        elif isinstance(s, RowOp):
+            w.row(s, 1)
         else:  # pragma: no cover
             raise TypeError(s)
     res = []

@@ -66,7 +66,11 @@ class Value:
 
 @dataclass(eq=False)
 class Load:
+    """Read `value` at the loop index; `axes` (optional) names the loop axis of each of its
+    dims, otherwise dims align to the right as in broadcasting."""
+
     value: Value
+    axes: Optional[tuple] = None
 
 
 @dataclass(eq=False)
@@ -154,6 +158,31 @@ class CopyVar:
 
 
 @dataclass(eq=False)
+class RowOp:
+    """Softmax-family ops, one pass structure per row of the last axis.
+
+    `how`: "softmax", "log_softmax", "xent" (dense labels) or "sparse_xent" (int labels);
+    `outs`: output Values (None where unused): [y] or [loss, backprop].
+    """
+
+    how: str
+    outs: list
+    x: Value
+    labels: Optional[Value]
+    op: int
+
+
+@dataclass(eq=False)
+class RangeCheck:
+    """Every element of `value` must lie in [0, dim): checked before anything is written."""
+
+    value: Value
+    dim: Dim
+    op: int
+    what: str
+
+
+@dataclass(eq=False)
 class Kernel:
     """One native function: inputs, variable buffers, checks, statements, results."""
 
@@ -172,6 +201,9 @@ class Kernel:
 _FLOAT = ("float32", "float64")
 _REDUCE_HOW = {"Sum": "sum", "Mean": "mean", "Max": "max", "Min": "min", "Prod": "prod"}
 _SKIP = ("NoOp",)
+_ROW_HOW = {"Softmax": "softmax", "LogSoftmax": "log_softmax",
+            "SoftmaxCrossEntropyWithLogits": "xent",
+            "SparseSoftmaxCrossEntropyWithLogits": "sparse_xent"}
 
 
 def supported(op) -> bool:
@@ -200,6 +232,17 @@ def supported(op) -> bool:
                 and not op.attrs.get("adjoint_a") and not op.attrs.get("adjoint_b"))
     if t in ("Assign", "AssignAdd", "AssignSub"):
         return bool(op.attrs.get("validate_shape", True))
+    if t == "BroadcastReduced":
+        return op.inputs[1].shape.ndims is not None and op.inputs[0].shape.ndims is not None
+    if t in ("Softmax", "LogSoftmax", "SoftmaxCrossEntropyWithLogits"):
+        r = op.inputs[0].shape.ndims
+        return (r is not None and r >= 1 and op.attrs.get("axis") in (r - 1, -1)
+                and op.inputs[0].dtype.name in _FLOAT
+                and (t != "SoftmaxCrossEntropyWithLogits"
+                     or op.inputs[1].shape.ndims == r))
+    if t == "SparseSoftmaxCrossEntropyWithLogits":
+        r = op.inputs[0].shape.ndims
+        return r is not None and r >= 1 and op.inputs[0].dtype.name in _FLOAT
     return False
 
 
@@ -259,6 +302,7 @@ class Lowerer:
                 self.uses[t] = self.uses.get(t, 0) + 1
         for t in self.outputs:
             self.uses[t] = self.uses.get(t, 0) + 1
+        self.remaining = dict(self.uses)
         self.inlinable: dict = {}
         for op in self.ops:
             for i, t in enumerate(op.inputs):
@@ -319,6 +363,12 @@ class Lowerer:
         return self._materialize(t, inf, pos)
 
     def _materialize(self, t, p: Pending, pos: int) -> Value:
+        e = p.expr
+        if (isinstance(e, Load) and e.axes is None and e.value.ones == p.ones
+                and e.value.dims == p.dims):
+            # an identity of a stored value: share it (copied before its variable changes)
+            self.info[t] = e.value
+            return e.value
         out = self._buf(p.dtype, p.ones, p.dims)
         self.stmts.append(Loop(out, p.expr, pos))
         self.info[t] = out
@@ -352,12 +402,20 @@ class Lowerer:
         for pos, op in enumerate(self.ops):
             self._lower_op(op, pos)
         results = []
+        seen = set()
+        end = max(len(self.ops) - 1, 0)
         for t in self.outputs:
             inf = self.info.get(t)
             if isinstance(inf, Pending):
-                inf = self._materialize(t, inf, len(self.ops))
+                inf = self._materialize(t, inf, end)
             if inf is None and t.op.type == "VariableV2":
                 raise _Unsupported("variable fetched from a kernel")
+            if isinstance(inf, Value) and (inf.kind == "var"
+                                           or inf.rank > 0 and id(inf) in seen):
+                c = self._buf(inf.dtype, inf.ones, inf.dims)
+                self.stmts.append(CopyVar(c, inf, end))
+                inf = c
+            seen.add(id(inf))
             results.append(inf)
         return Kernel(self.kinputs, self.kvars, self.checks, self.stmts, results,
                       [op.name for op in self.ops], [op.type for op in self.ops], self.nbuf)
@@ -385,6 +443,8 @@ class Lowerer:
                 self.const_inputs.append((v.slot, op))
                 self.info[outs[0]] = v
             return
+        for x in op.inputs:
+            self.remaining[x] = self.remaining.get(x, 1) - 1
         if all(o in self.fed for o in outs) and not d.stateful:
             return
         if d.kind == "elementwise":
@@ -398,7 +458,85 @@ class Lowerer:
             return self._lower_matmul(op, pos)
         if t in ("Assign", "AssignAdd", "AssignSub"):
             return self._lower_assign(op, pos)
+        if t == "BroadcastReduced":
+            return self._lower_broadcast_reduced(op, pos)
+        if t in _ROW_HOW:
+            return self._lower_row(op, pos)
         raise _Unsupported(t)
+
+    def _lower_broadcast_reduced(self, op, pos: int) -> None:
+        g, like = op.inputs
+        _, _, l_ones, l_dims, _ = self._expr(like, shape_only=True)
+        rank = len(l_ones)
+        axes = tuple(sorted(a + rank if a < 0 else a for a in op.attrs["axis"]))
+        gv = self._value(g, pos)
+        if isinstance(gv, Lit):
+            raise _Unsupported("BroadcastReduced of a literal")
+        if gv.rank == rank:
+            amap = tuple(range(rank))
+        elif gv.rank == rank - len(axes):
+            amap = tuple(k for k in range(rank) if k not in axes)
+        else:
+            raise _Unsupported("BroadcastReduced ranks")
+        ones = list(l_ones)
+        for j, k in enumerate(amap):
+            if not gv.ones[j] and not l_ones[k] and gv.dims[j] != l_dims[k]:
+                self.checks.append(Check(gv.dims[j], l_dims[k], pos, "Incompatible shapes"))
+        out = op.outputs[0]
+        if out in self.fed:
+            return
+        p = Pending(Load(gv, amap), gv.dtype, tuple(ones), l_dims, frozenset(), pos)
+        self._place(out, p, pos)
+
+    def _place(self, out, p: Pending, pos: int) -> None:
+        """Keep `p` inlinable if its one consumer can take an expression, else store it."""
+        n = self.uses.get(out, 0)
+        if n == 0:
+            return
+        self.info[out] = p
+        inl = self.inlinable.get(out, [])
+        if not (n == 1 and len(inl) == 1 and inl[0] and out not in self.outputs):
+            if not p.ones:
+                self.info[out] = _scalar_or_buf(self, p, pos)
+            else:
+                self._materialize(out, p, pos)
+
+    def _lower_row(self, op, pos: int) -> None:
+        how = _ROW_HOW[op.type]
+        x = self._value(op.inputs[0], pos)
+        if isinstance(x, Lit) or x.ones[-1]:
+            raise _Unsupported("row op over a unit axis")
+        labels = None
+        if how == "xent":
+            labels = self._value(op.inputs[1], pos)
+            if isinstance(labels, Lit) or labels.ones != x.ones:
+                raise _Unsupported("xent labels broadcast")
+            for a, b in zip(labels.dims, x.dims):
+                if a != b:
+                    self.checks.append(Check(a, b, pos, "Incompatible shapes"))
+        elif how == "sparse_xent":
+            labels = self._value(op.inputs[1], pos)
+            if (isinstance(labels, Lit) or labels.kind != "in"
+                    or labels.ones != x.ones[:-1]):
+                raise _Unsupported("sparse xent labels must be an input")
+            for a, b in zip(labels.dims, x.dims[:-1]):
+                if a != b:
+                    self.checks.append(Check(a, b, pos, "Incompatible shapes"))
+            self.checks.append(RangeCheck(labels, x.dims[-1], pos, "Received a label value "
+                                          "outside the valid range"))
+        outs = []
+        for i, t in enumerate(op.outputs):
+            if t in self.fed or not self.uses.get(t, 0):
+                outs.append(None)
+                continue
+            if how in ("xent", "sparse_xent") and i == 0:
+                v = self._buf(t.dtype.name, x.ones[:-1], x.dims[:-1])
+            else:
+                v = self._buf(t.dtype.name, x.ones, x.dims)
+            outs.append(v)
+            self.info[t] = v
+        if any(o is not None for o in outs):
+            self.stmts.append(RowOp(how, outs, x, labels, pos))
 
     def _lower_elementwise(self, op, pos: int) -> None:
         out = op.outputs[0]
@@ -520,6 +658,11 @@ class Lowerer:
                 if op.type == "Assign" or vd != 1:
                     self.checks.append(Check(var.dims[k], vd, pos, "Assign shapes"))
         self._flush_reads(var_op, pos)
+        for t, inf in list(self.info.items()):
+            if inf is var and self.remaining.get(t, 0) > 0:
+                c = self._buf(var.dtype, var.ones, var.dims)
+                self.stmts.append(CopyVar(c, var, pos))
+                self.info[t] = c
         self.stmts.append(AssignVar(var, expr, {"Assign": "set", "AssignAdd": "add",
                                                 "AssignSub": "sub"}[op.type], pos))
         out = op.outputs[0]
@@ -544,8 +687,8 @@ def _can_inline_into(op, i: int) -> bool:
         return True
     if op.type in _REDUCE_HOW and supported(op):
         return True
-    if op.type == "Unbroadcast" and supported(op):
-        return True
+    if op.type in ("Unbroadcast", "BroadcastReduced") and supported(op):
+        return i == 1 or op.type == "Unbroadcast"
     if op.type in ("Assign", "AssignAdd", "AssignSub") and i == 1 and supported(op):
         return True
     return False
