@@ -114,6 +114,15 @@ _BY_NAME.update({"float": float32, "double": float64, "half": float16, "int": in
 _BY_NP = {d._np: d for d in _ALL if d is not string}
 
 
+_TF_TYPE_STRING = {"float32": "float", "float64": "double", "float16": "half"}
+
+
+def type_string(dtype) -> str:
+    """The type name TF1's runtime messages use ("float" for float32, "double", "int32")."""
+    name = as_dtype(dtype).name
+    return _TF_TYPE_STRING.get(name, name)
+
+
 def as_dtype(value) -> DType:
     """Convert a DType, NumPy dtype or type, Python type or name string to a DType."""
     if isinstance(value, DType):

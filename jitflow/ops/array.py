@@ -225,9 +225,11 @@ def constant(value, dtype=None, shape=None, name: str = "Const",
 # -- Placeholder ---------------------------------------------------------------------------
 def _no_feed(op, ctx=None):
     from jitflow.errors import InvalidArgumentError
+    shape = op.attrs["shape"]
+    where = "" if shape.ndims is None else f" and shape {shape_tf_str(shape)}"
     raise InvalidArgumentError(
         None, op, f"You must feed a value for placeholder tensor '{op.name}' with dtype "
-        f"{op.attrs['dtype'].name} and shape {shape_tf_str(op.attrs['shape'])}")
+        f"{_dtypes.type_string(op.attrs['dtype'])}{where}")
 
 
 register("Placeholder", infer=lambda op: [(op.attrs["dtype"], op.attrs["shape"])],
