@@ -275,6 +275,11 @@ def _xent_grad(op, g_loss, g_backprop=None):
     return [g_logits, g_labels]
 
 
+# labels of the v1 example: a constant (v1 gives labels no gradient), rows summing to 1
+_V1_LABELS = np.linspace(0.1, 1.0, 30).reshape(2, 3, 5)
+_V1_LABELS = _V1_LABELS / _V1_LABELS.sum(axis=-1, keepdims=True)
+
+
 def _np_xent(labels, logits, axis=-1):
     logits = logits.astype(np.float64)
     lse = np.log(np.sum(np.exp(logits), axis=axis, keepdims=True))
@@ -286,14 +291,14 @@ register("SoftmaxCrossEntropyWithLogits", infer=_xent_infer, ref=_xent_ref, grad
          doc="Inputs (logits, labels); outputs the loss per row and its gradient "
              "softmax(logits) - labels (the `backprop` output).",
          examples=[Example(lambda lab, lg: softmax_cross_entropy_with_logits_v2(
-                               labels=lab, logits=lg), [(3, 4), (3, 4)],
-                           lambda lab, lg: _np_xent(lab, lg), id="v2"),
+                               labels=softmax(lab), logits=lg), [(3, 4), (3, 4)],
+                           lambda lab, lg: _np_xent(_np_softmax(lab, -1), lg), id="v2"),
                    Example(lambda lab, lg: softmax_cross_entropy_with_logits_v2(
                                labels=softmax(lab, axis=0), logits=lg, axis=0), [(3, 4), (3, 4)],
                            lambda lab, lg: _np_xent(_np_softmax(lab, 0), lg, 0), id="axis0"),
-                   Example(lambda lab, lg: softmax_cross_entropy_with_logits(
-                               labels=lab, logits=lg), [(2, 3, 5), (2, 3, 5)],
-                           lambda lab, lg: _np_xent(lab, lg), id="v1_rank3")])
+                   Example(lambda lg: softmax_cross_entropy_with_logits(
+                               labels=_V1_LABELS, logits=lg), [(2, 3, 5)],
+                           lambda lg: _np_xent(_V1_LABELS, lg), id="v1_rank3")])
 
 
 def _sparse_xent_infer(op):
