@@ -101,7 +101,8 @@ class _Segment:
 
 
 class _Compiled:
-    __slots__ = ("fn", "kernel", "consts", "tagged", "source", "out_conv", "names", "var_order")
+    __slots__ = ("fn", "kernel", "consts", "tagged", "source", "out_conv", "names", "var_order",
+                 "called")
 
     def __init__(self, fn, kernel, consts, tagged, source, names) -> None:
         self.fn = fn
@@ -110,6 +111,7 @@ class _Compiled:
         self.tagged = tagged
         self.source = source
         self.names = names
+        self.called = False
         # rank-0 results come back as Python scalars: give them their numpy type
         conv = []
         for r in kernel.results:
@@ -170,9 +172,12 @@ def _call(c: _Compiled, ins: list, vars_: list, seg: _Segment):
     args = list(ins)
     for _slot, v in c.consts:
         args.append(v)
-    vs = tuple(vars_[i] for i in c.var_order)  # type: ignore[attr-defined]
+    vs = tuple(vars_[i] for i in c.var_order)
     fn = c.fn
-    n_before = _signatures(fn)
+    counting = not c.called
+    if counting:
+        n0 = len(fn.overloads)
+        h0 = _cache_hits(fn)
     try:
         out = fn(tuple(args), vs)
     except ValueError as e:
@@ -184,18 +189,20 @@ def _call(c: _Compiled, ins: list, vars_: list, seg: _Segment):
                 None, op, f"{what}: operands of {op.type} do not match at run time\n\t "
                 f"[[node {op.name} ({op.type})]]") from None
         raise
-    if _signatures(fn) != n_before:
-        stats = getattr(fn, "stats", None)
-        hits = getattr(stats, "cache_hits", None)
-        if hits and sum(hits.values()) > STATS["numba_cache_hits"]:
-            STATS["numba_cache_hits"] = sum(hits.values())
-        else:
-            STATS["compiles"] += 1
+    if counting:
+        c.called = True
+        if len(fn.overloads) != n0:
+            if _cache_hits(fn) > h0:
+                STATS["numba_cache_hits"] += 1
+            else:
+                STATS["compiles"] += 1
     return out
 
 
-def _signatures(fn) -> int:
-    return len(fn.overloads)
+def _cache_hits(fn) -> int:
+    stats = getattr(fn, "stats", None)
+    hits = getattr(stats, "cache_hits", None)
+    return sum(hits.values()) if hits else 0
 
 
 # -- the executable ------------------------------------------------------------------------------
