@@ -1,0 +1,65 @@
+"""The example programs run (briefly) on every backend and their losses fall."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_linear_regression_fits_the_line(backend, capsys):
+    out = _load("linear_regression").main(epochs=5)
+    lines = capsys.readouterr().out.splitlines()
+    assert sum(line.startswith("epoch") for line in lines) == 5
+    assert lines[-1].startswith("final:")
+    losses = out["losses"]
+    assert losses[-1] < out["initial_loss"] / 20
+    assert all(b <= a + 1e-7 for a, b in zip(losses, losses[1:]))
+    assert out["w"] == pytest.approx(3.0, abs=0.1)
+    assert out["b"] == pytest.approx(2.0, abs=0.1)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_logistic_regression_learns_three_classes(backend, capsys):
+    out = _load("logistic_regression").main(epochs=3)
+    lines = capsys.readouterr().out.splitlines()
+    assert sum(line.startswith("epoch") for line in lines) == 3
+    assert out["initial_loss"] == pytest.approx(np.log(3.0), rel=1e-5)  # zero weights
+    assert out["losses"][-1] < 0.6 * out["initial_loss"]
+    assert out["accuracy"][-1] > 0.8
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_mlp_adam_separates_the_rings(backend, capsys):
+    out = _load("mlp_adam").main(epochs=4)
+    assert capsys.readouterr().out.count("epoch") == 4
+    assert out["steps"] == 4 * 16  # 1024 samples in batches of 64: one global step each
+    assert out["losses"][-1] < 0.5 * out["initial_loss"]
+    assert out["losses"][-1] < out["losses"][0]
+    assert out["accuracy"][-1] > 0.8
+
+
+def test_example_runs_as_a_script():
+    env = dict(os.environ, JITFLOW_BACKEND="interpreter")
+    proc = subprocess.run([sys.executable, str(EXAMPLES / "linear_regression.py"),
+                           "--epochs", "2"], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert [line.split()[:2] for line in lines if line.startswith("epoch")] == [
+        ["epoch", "1"], ["epoch", "2"]]
+    assert lines[-1].startswith("final: w = ")
