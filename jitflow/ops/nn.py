@@ -393,8 +393,10 @@ def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, 
         raise ValueError("Both labels and logits must be provided.")
     axis = axis if axis is not None else dim
     with name_scope(name, "softmax_cross_entropy_with_logits_sg", [logits, labels]) as scope:
-        labels = stop_gradient(convert_to_tensor(labels, name="labels"),
-                               name="labels_stop_gradient")
+        logits = convert_to_tensor(logits, name="logits")
+        labels = convert_to_tensor(labels, dtype=None if isinstance(labels, Tensor)
+                                   else logits.dtype, name="labels")
+        labels = stop_gradient(labels, name="labels_stop_gradient")
         return softmax_cross_entropy_with_logits_v2(labels, logits, axis=axis, name=scope)
 
 
