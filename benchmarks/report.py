@@ -118,15 +118,21 @@ def _target_line(row: dict) -> str:
 
 def machine_facts() -> dict:
     """CPU, cores, OS, library versions and the thread settings in effect."""
-    cpu = platform.processor() or ""
+    cpu, flags = platform.processor() or "", set()
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name"):
+                if line.startswith("model name") and not cpu:
                     cpu = line.split(":", 1)[1].strip()
-                    break
+                elif line.startswith("flags") and not flags:
+                    flags = set(line.split(":", 1)[1].split())
     except OSError:
         pass
+    try:
+        import llvmlite.binding as llvm
+        llvm_cpu = llvm.get_host_cpu_name()
+    except Exception:  # noqa: BLE001  (a fact we can do without)
+        llvm_cpu = None
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                 text=True, cwd=os.path.dirname(__file__), timeout=10).stdout
@@ -134,7 +140,8 @@ def machine_facts() -> dict:
         commit = ""
     from benchmarks.threads import THREAD_ENV
     return {
-        "cpu": cpu, "cores": os.cpu_count(),
+        "cpu": cpu, "llvm_cpu": llvm_cpu, "cores": os.cpu_count(),
+        "simd": [f for f in ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw") if f in flags],
         "affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "os": platform.platform(), "python": platform.python_version(),
         "versions": peer_versions(), "git_commit": commit.strip(),
@@ -180,9 +187,9 @@ def to_markdown(results: Results, facts: dict, title: str = "jitflow benchmarks"
                      if cell is not None and cell.first_call_s is not None else "-")
             lines.append(f"| {case.title} | " + " | ".join(
                 f"{r:.2f}x" if r is not None else "-" for r in ratios) + f" | {first} |")
-        lines += ["", "\"jitflow first call\" is the first `Session.run` of the case, which "
-                  "builds the plan and compiles (or loads from the cache in "
-                  "`JITFLOW_CACHE_DIR`).", ""]
+        lines += ["", "\"jitflow first call\" is the case's first step (for linear regression "
+                  "the first block of steps), which builds the plan and compiles the kernels "
+                  "or loads them from the cache in `JITFLOW_CACHE_DIR`.", ""]
     lines += ["## DESIGN.md §7 targets", "", "| target | case | required | measured | status |",
               "|---|---|---|---|---|"]
     lines += [_target_line(r) for r in evaluate_targets(results)]
@@ -221,7 +228,8 @@ def to_markdown(results: Results, facts: dict, title: str = "jitflow benchmarks"
     lines += ["", "## Machine", ""]
     versions = ", ".join(f"{k} {v}" for k, v in facts["versions"].items() if v)
     missing = ", ".join(k for k, v in facts["versions"].items() if not v)
-    lines += [f"- CPU: {facts['cpu']}; {facts['cores']} cores "
+    lines += [f"- CPU: {facts['cpu']} (LLVM: {facts.get('llvm_cpu')}; "
+              f"{', '.join(facts.get('simd', []))}); {facts['cores']} cores "
               f"({facts['affinity']} usable by this process); {facts['os']}",
               f"- Python {facts['python']}; {versions}" + (f" (not installed: {missing})"
                                                            if missing else ""),
