@@ -29,7 +29,7 @@ import numpy as np
 
 from jitflow.graph import Operation, Tensor
 
-__all__ = ["export", "load", "read_manifest", "verify", "ExportError", "FORMAT",
+__all__ = ["export", "load", "make_save", "read_manifest", "verify", "ExportError", "FORMAT",
            "FORMAT_VERSION", "LOADER_SOURCE"]
 
 FORMAT = "jitflow.export"
@@ -433,6 +433,21 @@ def export(sess, fetches, feed_list: Sequence = (), path: str = "exported",
     return path
 
 
+def make_save(sess, fetches, feed_list: Sequence = ()):
+    """A `save(path, name="exported")` function exporting this run signature.
+
+    `Session.make_callable` attaches it to the callable it returns, so
+    `sess.make_callable(fetches, feed_list).save(path)` is `export(sess, fetches, feed_list,
+    path)`; the state exported is the session's at the time `save` is called.
+    """
+    feed_list = list(feed_list or ())
+
+    def save(path: str, name: str = "exported", feed_values: Optional[Sequence] = None) -> str:
+        return export(sess, fetches, feed_list, path, name=name, feed_values=feed_values)
+
+    return save
+
+
 def _dims(t: Tensor):
     d = t.shape.as_tuple()
     if d is None:
@@ -491,12 +506,17 @@ def _compile_program(sess, flat: list, targets: list, feeds: list,
         compiling._state = dict(sess._state)
     else:
         compiling = sess
+    from jitflow.compiler import fuse
+    unsupported = getattr(fuse, "Unsupported", getattr(fuse, "_Unsupported", ()))
     try:
         src = export_source(compiling, fetches, feeds, feed_values)
     except NotImplementedError as e:
         raise NotImplementedError(f"export: {e} (ops without a code generator, such as random "
                                   "ops, run through NumPy references and cannot be "
                                   "exported)") from None
+    except unsupported as e:
+        raise NotImplementedError(f"export: the compiler cannot generate one kernel for these "
+                                  f"fetches ({e.args[0] if e.args else e})") from None
     layout = src["layout"]
     graph = sess.graph
     feed_pos = {t.name: i for i, t in enumerate(feeds)}
@@ -518,14 +538,68 @@ def _compile_program(sess, flat: list, targets: list, feeds: list,
         if (op.op_def.stateful and op.type not in _STATE_OP_SKIP and op.inputs
                 and op.inputs[0].op.type == "VariableV2" and op.inputs[0].op not in updates):
             updates.append(op.inputs[0].op)
-    source = src["source"]
-    if "import jitflow" in source or "from jitflow" in source:
+    source = _inline_vecmath(src["source"])
+    if re.search(r"^\s*(import|from)\s+jitflow\b", source, re.M):
         raise NotImplementedError("export: the generated module imports jitflow, so it would "
                                   "not stand alone")
     source = re.sub(r"numba\.njit\(cache=False", "numba.njit(cache=True", source)
     return {"source": source, "entry": src["entry"], "inputs": inputs,
             "constants": constants, "variables": variables, "updates": updates,
             "results": list(layout["results"])}
+
+
+_VM_IMPORT = re.compile(r"^from jitflow\.compiler import vecmath as (\w+)\n"
+                        r"|^from jitflow\.compiler\.vecmath import [\w, ]+\n", re.M)
+
+
+def _inline_vecmath(source: str) -> str:
+    """Replace the kernel's import of jitflow's vectorizable math helpers by a copy of them.
+
+    The helpers module needs only numpy and numba; its text goes into the exported module
+    (without its docstring), and `_vm.exp32` becomes `exp32`. Top-level names of the copy
+    must not collide with the generated code or the loader; a collision is an error.
+    """
+    aliases = [m.group(1) for m in _VM_IMPORT.finditer(source)]
+    if not aliases:
+        return source
+    import ast
+    import inspect
+
+    from jitflow.compiler import vecmath
+    helpers = inspect.getsource(vecmath)
+    tree = ast.parse(helpers)
+    body = tree.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        helpers = "\n".join(helpers.splitlines()[body[0].end_lineno:])
+    helpers = re.sub(r"^from __future__ import annotations\n", "", helpers, flags=re.M)
+    kernel = _VM_IMPORT.sub("", source)
+    for alias in filter(None, aliases):
+        kernel = re.sub(rf"\b{alias}\.", "", kernel)
+    ours = _top_level_names(kernel) | _top_level_names(LOADER_SOURCE) | {"SIGNATURE_ID",
+                                                                          "ENTRY"}
+    shared = {"math", "np", "numba"}
+    clash = (_top_level_names(helpers) & ours) - shared
+    if clash:
+        raise NotImplementedError(f"export: cannot inline the math helpers: names "
+                                  f"{sorted(clash)} clash with the generated module")
+    return ("# ---- vectorizable math helpers (a copy of jitflow.compiler.vecmath) ------------"
+            "----\n" + helpers.strip() + "\n\n\n# ---- kernels ----------------------------"
+            "------------------------------------------------\n" + kernel)
+
+
+def _top_level_names(source: str) -> set:
+    import ast
+    names = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                names.update(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+    return names
 
 
 _DOC = '''"""{name}: a function exported by jitflow {version}. Needs only numpy and numba.

@@ -20,7 +20,8 @@ def _inference_graph():
     x = tf.placeholder(tf.float32, [None, 3], name="x")
     w = tf.Variable(np.arange(6, dtype=np.float32).reshape(3, 2) / 10, name="w")
     bias = tf.constant(np.linspace(-1, 1, 20, dtype=np.float32)[:2], name="bias")
-    y = tf.matmul(x, w) + bias
+    h = tf.matmul(x, w)
+    y = tf.tanh(h + bias) * tf.exp(-tf.square(h))
     return x, {"y": y, "stats": (tf.reduce_sum(y), [tf.reduce_max(y, axis=1)])}
 
 
@@ -84,7 +85,7 @@ def test_module_is_readable_and_imports_only_numpy_and_numba(tmp_path):
     imports = {line.split()[1].split(".")[0] for line in src.splitlines()
                if line.startswith(("import ", "from "))}
     assert imports <= {"math", "numba", "numpy", "hashlib", "json", "os", "tempfile"}
-    assert "njit(cache=True" in src and "# MatMul" in src
+    assert "njit(cache=True" in src and "# MatMul" in src and "# Tanh" in src
     assert "import sys; sys.path.insert(0" in src and "infer.load()" in src
 
 
@@ -277,3 +278,29 @@ def test_cli_inspect_prints_manifest_source_and_integrity(exported):
     proc = inspect()
     assert proc.returncode == 1 and "integrity: FAILED" in proc.stdout
     assert "state.npz: sha256 mismatch" in proc.stdout
+
+
+def test_ops_without_a_code_generator_cannot_be_exported(tmp_path):
+    x = tf.placeholder(tf.float32, [None, 2], name="x")
+    noisy = x + tf.random_normal([2], seed=1)
+    with tf.Session() as sess:
+        with pytest.raises(NotImplementedError, match="export: "):
+            tf.export(sess, noisy, [x], str(tmp_path / "f"))
+    assert not (tmp_path / "f").exists()  # nothing half-written
+
+
+def test_make_save_exports_the_state_at_save_time(tmp_path):
+    from jitflow.export import make_save
+    x, y, loss, train = _training_graph()
+    xs, ys = _data()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        save = make_save(sess, [loss, train], [x, y])
+        sess.run(train, {x: xs, y: ys})
+        folder = save(str(tmp_path / "s"), name="later")
+        w = sess.run("w:0")
+        want = sess.run(loss, {x: xs, y: ys})
+    f = tf.load(folder)
+    np.testing.assert_array_equal(f.state["w"], w)
+    assert f.manifest["name"] == "later" and os.path.exists(os.path.join(folder, "later.py"))
+    np.testing.assert_allclose(f(xs, ys)[0], want, rtol=1e-6)
