@@ -382,12 +382,13 @@ class Session:
         if rng is None:
             graph_seed = op.graph.seed
             op_seed = op.attrs.get("seed")
-            if graph_seed is None and not op_seed:
+            if graph_seed is None and op_seed is None:
                 rng = np.random.default_rng()
-            else:
+            else:  # TF1's get_seed: a missing graph seed is 87654321, a missing op seed
+                # is derived from the op (here its id), and seed 0 is a seed like any other
                 seed = [graph_seed if graph_seed is not None else 87654321,
-                        op_seed if op_seed else op._id]
-                rng = np.random.default_rng(seed)
+                        op_seed if op_seed is not None else op._id]
+                rng = np.random.default_rng([s % 2 ** 63 for s in seed])
             self._rngs[op] = rng
         return rng
 

@@ -159,3 +159,9 @@ def test_random_ops_are_stateful_and_not_differentiable():
     (g,) = tf.gradients(tf.reduce_sum(x * tf.random_normal([3])), [x])
     with tf.Session() as sess:
         assert sess.run(g, {x: np.ones(3)}).shape == (3,)
+
+
+def test_op_seed_zero_is_a_real_seed(backend):
+    r = tf.random_normal([4], seed=0)
+    with tf.Session() as s1, tf.Session() as s2:
+        np.testing.assert_array_equal(s1.run(r), s2.run(r))
