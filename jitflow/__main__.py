@@ -23,12 +23,10 @@ _CACHE_DIRS = ("__pycache__",)
 
 
 def cache_dir() -> str:
-    """JITFLOW_CACHE_DIR, else $XDG_CACHE_HOME/jitflow, else ~/.cache/jitflow."""
-    d = os.environ.get("JITFLOW_CACHE_DIR")
-    if d:
-        return os.path.abspath(os.path.expanduser(d))
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "jitflow")
+    """The kernel cache folder: JITFLOW_CACHE_DIR, else $XDG_CACHE_HOME/jitflow, else
+    ~/.cache/jitflow (as the compiler's cache decides)."""
+    from jitflow.compiler.cache import cache_dir as compiler_cache_dir
+    return os.path.abspath(os.path.expanduser(compiler_cache_dir()))
 
 
 def _human(n: int) -> str:
@@ -80,7 +78,7 @@ def _cmd_cache(args) -> int:
         total += size
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(mtime))
         print(f"{key:<44} {len(paths):>3} files {_human(size):>10}  {when}")
-    print(f"{len(groups)} entries, {_human(total)}")
+    print(f"{len(groups)} {'entry' if len(groups) == 1 else 'entries'}, {_human(total)}")
     return 0
 
 

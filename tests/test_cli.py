@@ -71,3 +71,21 @@ def test_bad_usage_exits_with_argparse_error():
 def test_inspect_missing_folder_is_an_error(tmp_path):
     proc = cli("inspect", tmp_path / "nothing", check=False)
     assert proc.returncode == 1 and "manifest.json" in proc.stderr
+
+
+def test_cache_lists_what_a_real_run_compiled(tmp_path):
+    script = ("import numpy as np, jitflow as tf\n"
+              "x = tf.placeholder(tf.float32, [None], name='x')\n"
+              "with tf.Session(backend='numba') as s:\n"
+              "    print(s.run(x * 2.0 + 1.0, {x: np.ones(3, np.float32)}))\n")
+    env = dict(os.environ, JITFLOW_CACHE_DIR=str(tmp_path))
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = cli("cache", cache=tmp_path).stdout.splitlines()
+    entries = lines[1:-1]
+    assert len(entries) == 1 and entries[0].startswith("jf_")
+    assert int(entries[0].split()[1]) >= 2  # the module and Numba's cache files beside it
+    assert lines[-1].startswith("1 entry,")
+    assert "removed" in cli("cache", "clear", cache=tmp_path).stdout
+    assert list(tmp_path.iterdir()) == []
