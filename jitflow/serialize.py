@@ -467,7 +467,7 @@ def export_meta_graph(filename: Optional[str] = None, meta_info_def=None, graph_
             collections[key] = enc
     from jitflow import __version__
     meta = {"format": _META_FORMAT, "version": META_GRAPH_VERSION,
-            "meta_info_def": {"jitflow_version": __version__,
+            "meta_info_def": {"jitflow_version": __version__, "graph_seed": graph.seed,
                               **(meta_info_def if isinstance(meta_info_def, dict) else {})},
             "graph_def": gd,
             "variables": [_variable_record(v) for v in variables.values()],
@@ -491,6 +491,9 @@ def import_meta_graph(meta_graph_or_file, clear_devices: bool = False,
     _check_format(meta, _META_FORMAT, META_GRAPH_VERSION, "meta graph")
     scope = import_scope or ""
     graph = get_default_graph()
+    seed = meta.get("meta_info_def", {}).get("graph_seed")
+    if seed is not None and graph.seed is None:
+        graph.seed = seed  # random ops then draw what the exporting program drew
     created = import_graph_def(meta["graph_def"], name=scope,
                                return_elements=[n["name"] for n in meta["graph_def"]["node"]])
     ops = {n["name"]: op for n, op in zip(meta["graph_def"]["node"], created)}

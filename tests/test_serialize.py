@@ -365,3 +365,21 @@ def test_training_resumes_in_a_new_process_by_names_alone(tmp_path, backend):
     assert resumed == uninterrupted
     assert resumed[-1] == 9.0  # the step counter continued from the checkpoint
     assert resumed[0] > resumed[-2]  # and training made progress
+
+
+def test_meta_graph_keeps_the_graph_seed(backend):
+    g1 = tf.Graph()
+    with g1.as_default():
+        tf.set_random_seed(7)
+        tf.Variable(tf.random_normal([3]), name="r")
+        meta = tf.train.export_meta_graph()
+    with tf.Session(graph=g1) as sess:
+        sess.run(tf.global_variables_initializer())
+        want = sess.run("r:0")
+    g2 = tf.Graph()
+    with g2.as_default():
+        tf.train.import_meta_graph(meta)
+        assert g2.seed == 7
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            np.testing.assert_array_equal(sess.run("r:0"), want)
