@@ -16,7 +16,7 @@ import numpy as np
 from jitflow import dtypes as _dtypes
 from jitflow.graph import Tensor, convert_to_tensor, get_default_graph, make_op, name_scope
 from jitflow.ops.registry import Example, register
-from jitflow.shapes import TensorShape, as_shape, shape_tf_str
+from jitflow.shapes import Dimension, TensorShape, as_shape, shape_tf_str
 
 __all__ = [
     "constant", "placeholder", "placeholder_with_default", "identity", "identity_n", "no_op",
@@ -108,7 +108,11 @@ def _partial_shape(t: Tensor) -> TensorShape:
 def _int_list_arg(value, what: str):
     """A shape-like argument: (static tuple of ints, None) or (None, int32/int64 tensor)."""
     if isinstance(value, TensorShape):
-        return tuple(value.as_list()), None
+        value = value.as_list()
+    if isinstance(value, (list, tuple)):
+        value = [v.value if isinstance(v, Dimension) else v for v in value]
+        if any(v is None for v in value):
+            raise ValueError(f"{what} has an unknown dimension: {value!r}")
     if isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) or hasattr(v, "_to_tensor")
                                                 for v in value):
         value = _packed(list(value))
@@ -808,8 +812,8 @@ register("Transpose", infer=_transpose_infer,
          grad=_transpose_grad, kind="other",
          examples=[Example(build=lambda x: transpose(x), inputs=[(2, 3, 4)],
                            expect=lambda x: x.transpose()),
-                   Example(build=lambda x: transpose(x, [1, 0, 2]), inputs=[(2, 3, 4)],
-                           expect=lambda x: x.transpose(1, 0, 2), id="perm")])
+                   Example(build=lambda x: transpose(x, [1, 2, 0]), inputs=[(2, 3, 4)],
+                           expect=lambda x: x.transpose(1, 2, 0), id="perm")])
 
 
 def transpose(a, perm=None, name: str = "transpose", conjugate: bool = False) -> Tensor:

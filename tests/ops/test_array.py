@@ -570,3 +570,23 @@ def test_concat_gradient_with_unknown_sizes(backend):
     vx, vy = run([gx, gy], {x: np.zeros((1, 2)), y: np.zeros((3, 2))})
     np.testing.assert_array_equal(vx, [[1, 2]])
     np.testing.assert_array_equal(vy, [[1, 2]] * 3)
+
+
+def test_shape_arguments_accept_dimensions_and_tensor_lists(backend):
+    x = tf.placeholder(tf.float32, [None, 6])
+    a = tf.reshape(x, [-1, x.shape[1]])
+    b = tf.zeros([tf.shape(x)[0], x.get_shape()[1]])
+    assert a.shape.as_list() == [None, 6] and b.shape.as_list() == [None, 6]
+    with pytest.raises(ValueError, match="unknown dimension"):
+        tf.zeros(x.shape)
+    va, vb = run([a, b], {x: np.ones((2, 6))})
+    assert va.shape == (2, 6) and vb.shape == (2, 6) and not vb.any()
+
+
+def test_placeholder_with_default(backend):
+    p = tf.placeholder_with_default([1.0, 2.0], shape=[None])
+    assert p.shape.as_list() == [None] and p.op.type == "PlaceholderWithDefault"
+    np.testing.assert_array_equal(run(p), [1.0, 2.0])
+    np.testing.assert_array_equal(run(p * 2.0, {p: [3.0, 4.0, 5.0]}), [6.0, 8.0, 10.0])
+    with pytest.raises(ValueError):
+        tf.placeholder_with_default([1.0, 2.0], shape=[3])
