@@ -9,12 +9,16 @@ import numpy as np
 
 from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.ops.math import abs as _abs
-from jitflow.ops.math import check_dtype, unbroadcast
+from jitflow.ops.math import (
+    add_n, check_dtype, greater, maximum, minimum, multiply, scalar_like, sqrt, unbroadcast,
+    where_v2,
+)
 from jitflow.ops.reduce import _legacy, reduce_max, reduce_sum
 from jitflow.ops.registry import Example, register
 from jitflow.shapes import TensorShape, broadcast_static, shape_tf_str
 
-__all__ = ["matmul", "tensordot", "norm"]
+__all__ = ["matmul", "tensordot", "norm", "clip_by_norm", "clip_by_global_norm", "global_norm",
+           "clip_by_average_norm"]
 
 NAMESPACES = {"linalg": ["matmul", "tensordot", "norm"]}
 
@@ -271,3 +275,76 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None, name: Optional[str] 
         raise ValueError(f"'ord' must be a supported vector norm, got {ord!r}")
 
 
+
+
+# -- clipping by norm ---------------------------------------------------------------------------
+def clip_by_norm(t, clip_norm, axes=None, name: Optional[str] = None) -> Tensor:
+    """`tf.clip_by_norm`: t * clip_norm / max(l2norm(t, axes), clip_norm); a zero tensor stays
+    zero and gets a finite gradient."""
+    with name_scope(name, "clip_by_norm", [t, clip_norm]) as scope:
+        t = convert_to_tensor(t, name="t")
+        clip = convert_to_tensor(clip_norm, dtype=None if isinstance(clip_norm, Tensor)
+                                 else t.dtype, name="clip_norm")
+        l2sum = reduce_sum(t * t, axes, keepdims=True)
+        pred = greater(l2sum, scalar_like(0, l2sum))
+        l2sum_safe = where_v2(pred, l2sum, scalar_like(1, l2sum))
+        l2norm = where_v2(pred, sqrt(l2sum_safe), l2sum)
+        return make_op("RealDiv", [t * clip, maximum(l2norm, clip)], name=scope).outputs[0]
+
+
+def global_norm(t_list, name: Optional[str] = None) -> Tensor:
+    """`tf.global_norm`: sqrt of the sum of squares of every element of every tensor (None
+    entries are skipped)."""
+    if isinstance(t_list, Tensor) or not isinstance(t_list, (list, tuple)):
+        raise TypeError("t_list should be a sequence")
+    with name_scope(name, "global_norm", [t for t in t_list if t is not None]) as scope:
+        sums = [reduce_sum(t * t) for t in (convert_to_tensor(v) for v in t_list if v is not None)]
+        if not sums:
+            raise ValueError("global_norm needs at least one tensor")
+        total = add_n(sums) if len(sums) > 1 else sums[0]
+        return make_op("Sqrt", [total], name=scope).outputs[0]
+
+
+def clip_by_global_norm(t_list, clip_norm, use_norm=None, name: Optional[str] = None):
+    """`tf.clip_by_global_norm`: scale every tensor by clip_norm / max(global_norm, clip_norm);
+    returns (clipped list with None kept, the global norm)."""
+    if isinstance(t_list, Tensor) or not isinstance(t_list, (list, tuple)):
+        raise TypeError("t_list should be a sequence")
+    t_list = list(t_list)
+    with name_scope(name, "clip_by_global_norm", [t for t in t_list if t is not None]):
+        norm_ = global_norm(t_list, "global_norm") if use_norm is None else \
+            convert_to_tensor(use_norm)
+        clip = convert_to_tensor(clip_norm, dtype=None if isinstance(clip_norm, Tensor)
+                                 else norm_.dtype, name="clip_norm")
+        one = scalar_like(1, norm_)
+        scale = clip * minimum(one / norm_, one / clip)
+        out = []
+        for t in t_list:
+            if t is None:
+                out.append(None)
+                continue
+            t = convert_to_tensor(t)
+            s = scale if t.dtype == scale.dtype else _cast(scale, t.dtype)
+            out.append(t * s)
+        return out, norm_
+
+
+def clip_by_average_norm(t, clip_norm, name: Optional[str] = None) -> Tensor:
+    """`tf.clip_by_average_norm`: clip so that l2norm(t) / size(t) is at most clip_norm."""
+    with name_scope(name, "clip_by_average_norm", [t, clip_norm]) as scope:
+        t = convert_to_tensor(t, name="t")
+        n = t.shape.num_elements()
+        if n is None:
+            from jitflow.ops.array import size
+            n_t = _cast(size(t), t.dtype)
+        else:
+            n_t = scalar_like(n, t)
+        clip = convert_to_tensor(clip_norm, dtype=None if isinstance(clip_norm, Tensor)
+                                 else t.dtype, name="clip_norm")
+        l2norm_inv = 1 / sqrt(reduce_sum(t * t))
+        return multiply(t, clip * minimum(l2norm_inv * n_t, 1 / clip), name=scope)
+
+
+def _cast(x, dtype):
+    from jitflow.ops.math import cast
+    return cast(x, dtype)

@@ -17,17 +17,18 @@ from jitflow.ops.math import (
     squared_difference, stop_gradient, subtract, where_v2,
 )
 from jitflow.ops.nn import (
-    sigmoid_cross_entropy_with_logits, softmax_cross_entropy_with_logits_v2,
+    relu, sigmoid_cross_entropy_with_logits, softmax_cross_entropy_with_logits_v2,
     sparse_softmax_cross_entropy_with_logits,
 )
-from jitflow.ops.reduce import reduce_sum
+from jitflow.ops.reduce import _legacy, reduce_sum
 
 __all__: list = []
 
 NAMESPACES = {"losses": [
     "Reduction", "compute_weighted_loss", "absolute_difference", "mean_squared_error",
     "log_loss", "huber_loss", "sigmoid_cross_entropy", "softmax_cross_entropy",
-    "sparse_softmax_cross_entropy", "add_loss", "get_losses", "get_regularization_losses",
+    "sparse_softmax_cross_entropy", "hinge_loss", "cosine_distance", "add_loss", "get_losses",
+    "get_regularization_losses",
     "get_regularization_loss", "get_total_loss",
 ]}
 
@@ -229,6 +230,37 @@ def sparse_softmax_cross_entropy(labels, logits, weights=1.0, scope=None,
     with name_scope(scope, "sparse_softmax_cross_entropy_loss", [logits, labels, weights]) as s:
         losses = sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits,
                                                           name="xentropy")
+        return compute_weighted_loss(losses, weights, s, loss_collection, reduction=reduction)
+
+
+def hinge_loss(labels, logits, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
+               reduction=Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+    """`tf.losses.hinge_loss`: max(0, 1 - (2 * labels - 1) * logits), labels in {0, 1}."""
+    _check_args(labels, logits, "logits")
+    with name_scope(scope, "hinge_loss", [logits, labels, weights]) as s:
+        logits = cast(convert_to_tensor(logits, name="logits"), _dtypes.float32)
+        labels = cast(convert_to_tensor(labels, name="labels"), _dtypes.float32)
+        if not logits.shape.is_compatible_with(labels.shape):
+            raise ValueError(f"Shapes {logits.shape} and {labels.shape} are incompatible")
+        one = scalar_like(1, logits)
+        signs = scalar_like(2, labels) * labels - one
+        losses = relu(one - signs * logits)
+        return compute_weighted_loss(losses, weights, s, loss_collection, reduction=reduction)
+
+
+def cosine_distance(labels, predictions, axis=None, weights=1.0, scope=None,
+                    loss_collection=GraphKeys.LOSSES,
+                    reduction=Reduction.SUM_BY_NONZERO_WEIGHTS, dim=None) -> Tensor:
+    """`tf.losses.cosine_distance`: 1 - sum(labels * predictions, axis) for unit-normalized
+    inputs (the reduced axis is kept with size 1)."""
+    axis = _legacy(axis, dim, "axis", "dim")
+    if axis is None:
+        raise ValueError("You must specify 'axis'.")
+    _check_args(labels, predictions, "predictions")
+    with name_scope(scope, "cosine_distance_loss", [predictions, labels, weights]) as s:
+        labels, predictions = _regression_inputs(labels, predictions)
+        radial = multiply(predictions, labels)
+        losses = scalar_like(1, radial) - reduce_sum(radial, axis, keepdims=True)
         return compute_weighted_loss(losses, weights, s, loss_collection, reduction=reduction)
 
 

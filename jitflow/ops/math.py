@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+import math
+
 import numpy as np
 
 from jitflow import dtypes as _dtypes
@@ -35,7 +37,7 @@ __all__ = [
     "is_nan", "is_finite", "is_inf", "clip_by_value", "equal", "not_equal", "less",
     "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_not",
     "logical_xor", "where", "where_v2", "scalar_mul", "to_float", "to_double", "to_int32",
-    "to_int64",
+    "to_int64", "erf",
 ]
 
 NAMESPACES = {
@@ -46,7 +48,7 @@ NAMESPACES = {
         "log_sigmoid", "maximum", "minimum", "squared_difference", "floor", "ceil", "round",
         "rint", "is_nan", "is_finite", "is_inf", "equal", "not_equal", "less", "less_equal",
         "greater", "greater_equal", "logical_and", "logical_or", "logical_not", "logical_xor",
-        "scalar_mul", "softplus",
+        "scalar_mul", "softplus", "erf",
     ],
     "nn": ["sigmoid", "tanh", "softplus"],
 }
@@ -155,7 +157,11 @@ register("Unbroadcast",
          infer=lambda op: [(op.inputs[0].dtype, op.inputs[1].shape)],
          ref=_unbroadcast_ref, grad=lambda op, g: [_broadcast_like(g, op.inputs[0]), None],
          kind="reduce", doc="Sum input 0 over the axes along which it was broadcast from "
-                            "input 1's shape (the gradient of broadcasting).")
+                            "input 1's shape (the gradient of broadcasting).",
+         examples=[Example(lambda g, x: unbroadcast(g, x), [(2, 3), (1, 3)],
+                           lambda g, x: g.sum(axis=0, keepdims=True), id="keep"),
+                   Example(lambda g, x: unbroadcast(g, x), [(4, 2, 3), (2, 1)],
+                           lambda g, x: g.sum(axis=(0, 2))[:, None], id="lead")])
 
 
 def _broadcast_like_ref(op, x, like):
@@ -167,7 +173,9 @@ register("BroadcastLike",
          ref=_broadcast_like_ref,
          grad=lambda op, g: [unbroadcast(g, op.inputs[0]), None],
          kind="elementwise", template="{0}",
-         doc="Broadcast input 0 to input 1's shape (input 1 only gives the shape).")
+         doc="Broadcast input 0 to input 1's shape (input 1 only gives the shape).",
+         examples=[Example(lambda a, b: broadcast_like(a, b), [(3,), (2, 3)],
+                           lambda a, b: np.broadcast_to(a, b.shape))])
 
 
 def _broadcast_like(x: Tensor, like: Tensor) -> Tensor:
@@ -218,7 +226,11 @@ def _broadcast_reduced_grad(op, g):
 register("BroadcastReduced", infer=_broadcast_reduced_infer, ref=_broadcast_reduced_ref,
          grad=_broadcast_reduced_grad, kind="other",
          doc="Insert size-1 axes `axis` into input 0 (a reduction result without keepdims) and "
-             "broadcast it to input 1's shape: the gradient of a reduction.")
+             "broadcast it to input 1's shape: the gradient of a reduction.",
+         examples=[Example(lambda g, x: broadcast_reduced(g, x, (1,)), [(2, 4), (2, 3, 4)],
+                           lambda g, x: np.broadcast_to(g[:, None, :], x.shape)),
+                   Example(lambda g, x: broadcast_reduced(g, x, (0, 2)), [(3,), (2, 3, 4)],
+                           lambda g, x: np.broadcast_to(g[None, :, None], x.shape), id="two")])
 
 
 def broadcast_reduced(g: Tensor, like: Tensor, axis) -> Tensor:
@@ -252,7 +264,11 @@ def _add_n_ref(op, *xs):
 
 register("AddN", infer=_add_n_infer, ref=_add_n_ref,
          grad=lambda op, g: [g] * len(op.inputs), kind="elementwise",
-         template=lambda op: "(" + " + ".join(f"{{{i}}}" for i in range(len(op.inputs))) + ")")
+         template=lambda op: "(" + " + ".join(f"{{{i}}}" for i in range(len(op.inputs))) + ")",
+         examples=[Example(lambda a, b, c: add_n([a, b, c]), [(2, 3)] * 3,
+                           lambda a, b, c: a + b + c, ("float32", "float64", "int32")),
+                   Example(lambda a, b: add_n([a, b]), [(4,), (4,)],
+                           lambda a, b: a + b, id="two")])
 
 
 def add_n(inputs, name: Optional[str] = None) -> Tensor:
@@ -269,7 +285,9 @@ def add_n(inputs, name: Optional[str] = None) -> Tensor:
 
 register("StopGradient", infer=unary_infer, ref=lambda op, x: np.asarray(x),
          differentiable=False, kind="elementwise", template="{0}",
-         doc="Identity whose input receives no gradient.")
+         doc="Identity whose input receives no gradient.",
+         examples=[Example(lambda a: stop_gradient(a), [(2, 3)], lambda a: a,
+                           ("float32", "float64", "int32"), grad=False)])
 
 
 def stop_gradient(input, name: Optional[str] = None) -> Tensor:
@@ -466,6 +484,16 @@ def _softplus_grad(op, g):
     return [g * sigmoid(op.inputs[0])]
 
 
+def _erf_np(x):
+    from scipy.special import erf as _erf
+    return _erf(x)
+
+
+def _erf_grad(op, g):
+    x = op.inputs[0]
+    return [g * scalar_like(2 / math.sqrt(math.pi), x) * exp(-(x * x))]
+
+
 def _sigmoid_np(x):
     x = np.asarray(x)
     e = np.exp(-np.abs(x))
@@ -513,6 +541,8 @@ _unary("Sigmoid", lambda op, x: _sigmoid_np(x), _sigmoid_grad,
 _unary("Softplus", lambda op, x: _softplus_np(x), _softplus_grad,
        f"(max({{0}}, {_ZERO}) + math.log1p(math.exp(-abs({{0}}))))",
        fn=lambda a: softplus(a), expect=lambda a: np.log(1 + np.exp(a.astype(np.float64))))
+_unary("Erf", lambda op, x: _erf_np(x), _erf_grad, "math.erf({0})", fn=lambda a: erf(a),
+       expect=lambda a: np.vectorize(math.erf)(a.astype(np.float64)))
 _unary("Floor", lambda op, x: np.floor(x), None, "np.floor({0})", fn=lambda a: floor(a),
        expect=np.floor, grad_ok=False)
 _unary("Ceil", lambda op, x: np.ceil(x), None, "np.ceil({0})", fn=lambda a: ceil(a),
@@ -847,6 +877,7 @@ def _unary_fn(op_type: str, doc: str):
     def fn(x, name: Optional[str] = None) -> Tensor:
         return unary_op(op_type, x, name)
     fn.__doc__ = doc
+    fn.__name__ = fn.__qualname__ = doc.split("`")[1].split(".")[-1]  # "`tf.exp` ..." -> exp
     return fn
 
 
@@ -874,6 +905,7 @@ rint = _unary_fn("Rint", "`tf.rint`: half to even (op `Rint`).")
 is_nan = _unary_fn("IsNan", "`tf.is_nan` (op `IsNan`).")
 is_finite = _unary_fn("IsFinite", "`tf.is_finite` (op `IsFinite`).")
 is_inf = _unary_fn("IsInf", "`tf.is_inf` (op `IsInf`).")
+erf = _unary_fn("Erf", "`tf.erf`: the error function (op `Erf`).")
 
 
 def log_sigmoid(x, name: Optional[str] = None) -> Tensor:

@@ -16,7 +16,7 @@ import numpy as np
 from jitflow import dtypes as _dtypes
 from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.ops.math import (
-    _FLOATS, _NUMERIC, _typed, abs, add, broadcast_reduced, cast, check_dtype, exp, floor,
+    _FLOATS, _NUMERIC, _typed, abs, add, broadcast_reduced, cast, check_dtype, equal, exp, floor,
     greater, greater_equal, less, log1p, logical_and, maximum, multiply, rsqrt, scalar_like, square,
     squared_difference, stop_gradient, unary_infer, unbroadcast, where_v2,
 )
@@ -30,8 +30,9 @@ NAMESPACES = {
     "nn": ["relu", "relu6", "leaky_relu", "elu", "selu", "softsign", "softmax", "log_softmax",
            "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
            "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits",
-           "l2_loss", "bias_add", "moments", "dropout", "l2_normalize", "xw_plus_b"],
-    "math": ["l2_normalize", "softsign"],
+           "l2_loss", "bias_add", "moments", "dropout", "l2_normalize", "xw_plus_b",
+           "batch_normalization", "weighted_cross_entropy_with_logits", "zero_fraction"],
+    "math": ["l2_normalize", "softsign", "softmax", "log_softmax"],
 }
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -581,3 +582,46 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name: Optional[str] 
         return multiply(x / keep, binary, name=scope)
 
 
+
+
+def batch_normalization(x, mean, variance, offset, scale, variance_epsilon,
+                        name: Optional[str] = None) -> Tensor:
+    """`tf.nn.batch_normalization`: (x - mean) * scale / sqrt(variance + eps) + offset, with
+    `offset` and `scale` optional (None)."""
+    with name_scope(name, "batchnorm", [x, mean, variance, scale, offset]) as scope:
+        x = convert_to_tensor(x, name="x")
+        inv = rsqrt(variance + scalar_like(variance_epsilon, x))
+        if scale is not None:
+            inv = inv * scale
+        shift = (offset - mean * inv) if offset is not None else -mean * inv
+        return add(x * inv, shift, name=scope)
+
+
+def weighted_cross_entropy_with_logits(labels=None, logits=None, pos_weight=None,
+                                       name: Optional[str] = None, targets=None) -> Tensor:
+    """`tf.nn.weighted_cross_entropy_with_logits`: sigmoid cross-entropy whose positive term
+    is weighted by `pos_weight`, in the stable form
+    (1 - z) * x + (1 + (q - 1) * z) * (log(1 + exp(-|x|)) + max(-x, 0))."""
+    labels = _legacy(labels, targets, "labels", "targets")
+    if labels is None or logits is None or pos_weight is None:
+        raise ValueError("labels, logits and pos_weight must be given")
+    with name_scope(name, "logistic_loss", [logits, labels]) as scope:
+        logits = convert_to_tensor(logits, name="logits")
+        labels = convert_to_tensor(labels, dtype=None if isinstance(labels, Tensor)
+                                   else logits.dtype, name="targets")
+        if not logits.shape.is_compatible_with(labels.shape):
+            raise ValueError(f"logits and targets must have the same shape ({logits.shape} vs "
+                             f"{labels.shape})")
+        one = scalar_like(1, logits)
+        log_weight = one + (pos_weight - one) * labels
+        return add((one - labels) * logits,
+                   log_weight * (log1p(exp(-abs(logits))) + relu(-logits)), name=scope)
+
+
+def zero_fraction(value, name: Optional[str] = None) -> Tensor:
+    """`tf.nn.zero_fraction`: the fraction of elements of `value` that are zero (float32)."""
+    with name_scope(name, "zero_fraction", [value]) as scope:
+        value = convert_to_tensor(value, name="value")
+        zero = scalar_like(False if value.dtype.is_bool else 0, value)
+        is_zero = cast(equal(value, zero), _dtypes.float32)
+        return reduce_mean(is_zero, name=scope)

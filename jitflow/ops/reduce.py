@@ -171,10 +171,23 @@ def _prod_grad_ref(op, x, g):
     return np.transpose(others, np.argsort(perm)) * g
 
 
+def _np_products_of_others(x, g):
+    """For rows of x (axis 1): g[i] times the product of row i without element j."""
+    out = np.empty(x.shape, dtype=np.float64)
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            out[i, j] = np.prod(np.delete(x[i], j)) * g[i]
+    return out
+
+
 register("ProdGrad", infer=lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)],
          ref=_prod_grad_ref, differentiable=False, kind="other",
          doc="Gradient of Prod: g times the product of the other reduced elements (exact with "
-             "zeros in the input).")
+             "zeros in the input).",
+         examples=[Example(lambda x, g: make_op("ProdGrad", [x, g], {"axis": (1,),
+                                                                      "keepdims": False}
+                                                ).outputs[0], [(3, 4), (3,)],
+                           _np_products_of_others, grad=False)])
 
 
 def _prod_grad(op, g):

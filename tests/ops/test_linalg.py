@@ -133,3 +133,39 @@ def test_tensordot_and_norm_gradients():
     check_gradient(lambda x, y: tf.tensordot(x, y, 1),
                    [_RNG.standard_normal((2, 3)), _RNG.standard_normal((3, 2))])
     check_gradient(lambda x: tf.norm(x, axis=1), [_RNG.standard_normal((2, 3))])
+
+
+def test_clip_by_norm(backend):
+    t = tf.placeholder(tf.float64, [2, 2])
+    v = np.array([[3.0, 4.0], [0.3, 0.4]])
+    whole, rows, zero = run([tf.clip_by_norm(t, 1.0), tf.clip_by_norm(t, 1.0, axes=[1]),
+                             tf.clip_by_norm(tf.zeros([2], tf.float64), 1.0)], {t: v}, backend)
+    np.testing.assert_allclose(whole, v / np.linalg.norm(v))
+    np.testing.assert_allclose(rows, [[0.6, 0.8], [0.3, 0.4]])
+    assert zero.tolist() == [0.0, 0.0]
+    check_gradient(lambda x: tf.clip_by_norm(x, 1.0), [v])
+
+
+def test_global_norm_and_clip_by_global_norm(backend):
+    a = tf.placeholder(tf.float32, [2])
+    b = tf.placeholder(tf.float32, [1, 2])
+    av, bv = np.float32([3, 0]), np.float32([[0, 4]])
+    clipped, norm = tf.clip_by_global_norm([a, None, b], 2.5)
+    assert clipped[1] is None
+    got_a, got_b, got_norm, gn = run([clipped[0], clipped[2], norm, tf.global_norm([a, b])],
+                                     {a: av, b: bv}, backend)
+    assert got_norm == gn == 5.0
+    np.testing.assert_allclose(got_a, av / 2)
+    np.testing.assert_allclose(got_b, bv / 2)
+    small, _ = tf.clip_by_global_norm([a], 10.0)
+    np.testing.assert_allclose(run(small[0], {a: av}, backend), av)
+    with pytest.raises(TypeError):
+        tf.clip_by_global_norm(a, 1.0)
+
+
+def test_clip_by_average_norm(backend):
+    t = tf.placeholder(tf.float64, [4])
+    v = np.array([3.0, 4.0, 0.0, 0.0])  # l2norm 5, average norm 5 / 4
+    got = run(tf.clip_by_average_norm(t, 0.5), {t: v}, backend)
+    np.testing.assert_allclose(got, v * 0.5 * 4 / 5)
+    np.testing.assert_allclose(run(tf.clip_by_average_norm(t, 2.0), {t: v}, backend), v)

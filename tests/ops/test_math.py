@@ -430,3 +430,15 @@ def test_sign_floor_have_zero_or_no_gradient():
     np.testing.assert_array_equal(run(g_sign, {x: [1.0, -2.0, 0.0]}), [0.0, 0.0, 0.0])
     assert symbolic_gradients(tf.floor(x), [x], np.ones(3)) == [None]
     assert symbolic_gradients(tf.cast(x > 0, tf.float64), [x], np.ones(3)) == [None]
+
+
+def test_erf_values_and_gradient(backend):
+    x = tf.placeholder(tf.float64, [4])
+    v = np.array([-2.0, -0.3, 0.0, 1.1])
+    np.testing.assert_allclose(run(tf.erf(x), {x: v}, backend), [math.erf(a) for a in v],
+                               rtol=1e-12)
+    check_gradient(tf.erf, [v])
+
+
+def test_public_functions_carry_their_tf_names():
+    assert tf.exp.__name__ == "exp" and tf.math.is_nan.__name__ == "is_nan"

@@ -336,3 +336,47 @@ def test_loss_collection_options():
     own = tf.losses.mean_squared_error(y, y * 2.0, loss_collection="mine")
     assert tf.losses.get_losses(loss_collection="mine") == [own]
     assert run(tf.losses.get_total_loss()) == 0.5
+
+
+def test_batch_normalization(backend):
+    x = tf.placeholder(tf.float64, [4, 3])
+    xv = _RNG.standard_normal((4, 3))
+    mean, var = tf.nn.moments(x, [0])
+    offset, scale = np.array([0.0, 1.0, -1.0]), np.array([1.0, 2.0, 0.5])
+    y = tf.nn.batch_normalization(x, mean, var, offset, scale, 1e-3)
+    y0 = tf.nn.batch_normalization(x, mean, var, None, None, 1e-3)
+    got, got0 = run([y, y0], {x: xv}, backend)
+    norm = (xv - xv.mean(0)) / np.sqrt(xv.var(0) + 1e-3)
+    np.testing.assert_allclose(got, norm * scale + offset, rtol=1e-12)
+    np.testing.assert_allclose(got0, norm, rtol=1e-12)
+    check_gradient(lambda t: tf.nn.batch_normalization(t, *tf.nn.moments(t, [0]), offset,
+                                                       scale, 1e-3), [xv], rtol=1e-4)
+
+
+def test_weighted_cross_entropy_and_zero_fraction(backend):
+    x = tf.placeholder(tf.float64, [4])
+    z = tf.placeholder(tf.float64, [4])
+    xv, zv = np.array([-50.0, -1.0, 0.5, 40.0]), np.array([1.0, 0.0, 0.3, 1.0])
+    got = run(tf.nn.weighted_cross_entropy_with_logits(labels=z, logits=x, pos_weight=3.0),
+              {x: xv, z: zv}, backend)
+    # -log(sigmoid(x)) = log(1 + exp(-x)) and -log(1 - sigmoid(x)) = log(1 + exp(x))
+    want = 3.0 * zv * np.logaddexp(0, -xv) + (1 - zv) * np.logaddexp(0, xv)
+    np.testing.assert_allclose(got, want, rtol=1e-9)
+    check_gradient(lambda a, b: tf.nn.weighted_cross_entropy_with_logits(
+        labels=a, logits=b, pos_weight=2.0), [zv, np.array([-2.0, -1.0, 0.5, 1.5])])
+    frac = run(tf.nn.zero_fraction(tf.constant([0, 1, 0, 3])), backend=backend)
+    assert frac.dtype == np.float32 and frac == 0.5
+
+
+def test_hinge_and_cosine_losses(backend):
+    labels = tf.constant([[1.0, 0.0, 1.0]])
+    logits = tf.constant([[0.3, -2.0, 2.0]])
+    hinge = tf.losses.hinge_loss(labels, logits)
+    u = np.array([[0.6, 0.8], [1.0, 0.0]], np.float32)
+    v = np.array([[0.8, 0.6], [0.0, 1.0]], np.float32)
+    cos = tf.losses.cosine_distance(u, v, axis=1)
+    got_h, got_c = run([hinge, cos], backend=backend)
+    np.testing.assert_allclose(got_h, np.mean([0.7, 0.0, 0.0]), rtol=1e-6)
+    np.testing.assert_allclose(got_c, np.mean([1 - 0.96, 1.0]), rtol=1e-6)
+    with pytest.raises(ValueError):
+        tf.losses.cosine_distance(u, v)
