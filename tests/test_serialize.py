@@ -108,6 +108,10 @@ def test_registered_op_examples_round_trip(ex):
     with g1.as_default():
         phs = [tf.placeholder(a.dtype, a.shape, name=f"in{i}") for i, a in enumerate(arrays)]
         out = ex.build(*phs)
+        outs = out if isinstance(out, (list, tuple)) else [out]
+        if ex.grad and all(t.dtype.is_floating for t in outs):
+            # the gradient ops (and their attrs) must round-trip too
+            tf.gradients([tf.reduce_sum(t) for t in outs], phs)
     gd = json.loads(json.dumps(g1.as_graph_def(add_shapes=True)))
     g2 = tf.Graph()
     with g2.as_default():
@@ -119,7 +123,6 @@ def test_registered_op_examples_round_trip(ex):
             assert _attrs_equal(a.attrs[k], b.attrs[k]), (a.name, k)
     if ex.expect is None:
         return
-    outs = out if isinstance(out, (list, tuple)) else [out]
     names = [t.name for t in outs]
     with tf.Session(graph=g1, backend="interpreter") as s1:
         r1 = s1.run(names, dict(zip([p.name for p in phs], arrays)))
@@ -383,3 +386,39 @@ def test_meta_graph_keeps_the_graph_seed(backend):
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())
             np.testing.assert_array_equal(sess.run("r:0"), want)
+
+
+def _assert_graphs_equal(g1, g2):
+    assert g2.as_text() == g1.as_text()
+    for a, b in zip(g1.get_operations(), g2.get_operations()):
+        assert a.attrs.keys() == b.attrs.keys()
+        for k in a.attrs:
+            assert _attrs_equal(a.attrs[k], b.attrs[k]), (a.name, k)
+
+
+def test_state_and_structural_ops_round_trip(backend):
+    g1 = tf.Graph()
+    with g1.as_default():
+        v = tf.Variable([1.0, 2.0], name="v")
+        w = tf.Variable(v.initialized_value() * 2.0, name="w")
+        inited = tf.is_variable_initialized(v)
+        report = tf.report_uninitialized_variables()
+        a = tf.placeholder_with_default(tf.constant([3.0, 4.0]), [None], name="a")
+        c = tf.concat([a, w], 0)
+        t = tf.tile(a, tf.constant([2]))
+        tf.gradients([tf.reduce_sum(c), tf.reduce_sum(t)], [a, w])
+        tf.group(tf.assign_add(v, a), tf.assign_sub(w, a), name="update")
+    g2 = tf.Graph()
+    with g2.as_default():
+        tf.import_graph_def(json.loads(json.dumps(g1.as_graph_def())), name="")
+    _assert_graphs_equal(g1, g2)
+    for g in (g1, g2):
+        with tf.Session(graph=g) as sess:
+            assert list(sess.run(report.name)) == [b"v", b"w"]
+            assert not sess.run(inited.name)
+            sess.run(tf.variables_initializer([]))  # nothing to do
+            sess.run([v.initializer.name])
+            sess.run("w/Assign")
+            sess.run("update")
+            np.testing.assert_allclose(sess.run("v:0"), [4.0, 6.0])
+            np.testing.assert_allclose(sess.run("w:0"), [-1.0, 0.0])
