@@ -213,41 +213,74 @@ class Executable:
         self.plan = plan
         self.backend = backend
         self._interp = None
-        self.steps = self._split(plan)
+        self.debug = debug_level()
+        self.pre, self.steps = self._split(plan)
+        self._setup()
+        if self.debug >= 3:
+            _debug("plan:\n" + plan.as_text())
+
+    def _setup(self) -> None:
+        plan = self.plan
         self.single = (len(self.steps) == 1 and isinstance(self.steps[0], _Segment))
         vars_ = []
+        written = set()
         for s in self.steps:
             if isinstance(s, _Segment):
                 for v in s.var_ops:
                     if v not in vars_:
                         vars_.append(v)
-        self.var_ops = vars_
-        self.all_vars = plan.variables
-        written = set()
-        for s in self.steps:
-            if isinstance(s, _Segment):
                 for op in s.ops:
                     if op.type in ("Assign", "AssignAdd", "AssignSub"):
                         written.add(op.inputs[0].op)
+        self.var_ops = vars_
+        self.extra_vars = [v for v in plan.variables if v not in vars_]
         self.written = [v for v in vars_ if v in written]
         self.exact: dict = {}
-        fetch_var = []
+        feeds = list(plan.feeds)
+        pre_out = [op.outputs[0] for op in self.pre]
+        # where each fetch comes from: 0 = feed value, 1 = variable (read after the run),
+        # 2 = kernel result (single mode only)
+        self.fetch_src = []
+        seg = self.steps[0] if self.single else None
         for t in plan.fetches:
-            fetch_var.append(t.op.type == "VariableV2" and t not in set(plan.feeds))
-        self.fetch_var = fetch_var
-        if debug_level() >= 3:
-            _debug("plan:\n" + plan.as_text())
+            if t in feeds:
+                self.fetch_src.append((0, feeds.index(t)))
+            elif t.op.type == "VariableV2":
+                self.fetch_src.append((1, t.op))
+            elif seg is not None:
+                self.fetch_src.append((2, seg.out_tensors.index(t)))
+            else:
+                self.fetch_src.append((3, t))
+        if seg is not None:
+            src = []
+            for t in seg.in_tensors:
+                if t in feeds:
+                    src.append(feeds.index(t))
+                else:
+                    src.append(len(feeds) + pre_out.index(t))
+            self.in_pos = src
 
     # -- splitting ----------------------------------------------------------------------------
-    def _split(self, plan: Plan) -> list:
+    def _split(self, plan: Plan) -> tuple:
+        fed = set(plan.feeds)
+        pre = []
+        for op in plan.ops:
+            # random ops whose inputs are known before the call are drawn first, with the
+            # session's RNG, so they do not split the plan
+            if (op.op_def.kind == "random" and len(op.outputs) == 1
+                    and all(t in fed or t.op.type == "Const" for t in op.inputs)
+                    and op.outputs[0] not in fed):
+                pre.append(op)
+        pre_set = set(pre)
         steps: list = []
         cur: list = []
         for op in plan.ops:
-            ok = _fuse.supported(op)
-            if ok:
+            if op in pre_set:
+                continue
+            if _fuse.supported(op):
                 cur.append(op)
             else:
-                if op.type not in _WARNED_OPS and op.type not in ("VariableV2",):
+                if op.type not in _WARNED_OPS:
                     _WARNED_OPS.add(op.type)
                     warnings.warn(f"jitflow: op type {op.type} has no code generator; it runs "
                                   "through its NumPy reference", RuntimeWarning, stacklevel=5)
@@ -257,19 +290,15 @@ class Executable:
                 steps.append(op)
         if cur:
             steps.append(cur)
-        fed = set(plan.feeds)
-        # which tensors each step produces, and which are needed after it
-        produced_at: dict = {}
+        produced_at: dict = {op.outputs[0]: -1 for op in pre}
         for i, s in enumerate(steps):
-            ops = s if isinstance(s, list) else [s]
-            for op in ops:
+            for op in (s if isinstance(s, list) else [s]):
                 for t in op.outputs:
                     if t not in fed:
                         produced_at.setdefault(t, i)
-        needed_after: dict = {}  # tensor -> last step index needing it (len(steps) for fetch)
+        needed_after: dict = {}  # tensor -> last step index needing it (len(steps): fetched)
         for i, s in enumerate(steps):
-            ops = s if isinstance(s, list) else [s]
-            for op in ops:
+            for op in (s if isinstance(s, list) else [s]):
                 for t in op.inputs:
                     needed_after[t] = max(needed_after.get(t, -1), i)
         for t in plan.fetches:
@@ -297,24 +326,21 @@ class Executable:
                             and t.op.type != "VariableV2"):
                         outs.append(t)
             out.append(_Segment(s, ins, outs, var_ops))
-        return out
+        return pre, out
 
     # -- running ------------------------------------------------------------------------------
     def __call__(self, feed_values, session):
         state = session._state
-        bufs = []
-        for v in self.var_ops:
-            b = state.get(v)
-            if b is None:
-                return self._run_interpreter(feed_values, session)
-            bufs.append(b)
-        for v in self.all_vars:
-            if v not in state:
-                return self._run_interpreter(feed_values, session)
+        try:
+            bufs = [state[v] for v in self.var_ops]
+            for v in self.extra_vars:
+                state[v]
+        except KeyError:
+            return self._run_interpreter(feed_values, session)
         while True:
             try:
                 if self.single:
-                    return self._run_single(feed_values, bufs, state)
+                    return self._run_single(feed_values, bufs, state, session)
                 return self._run_driver(feed_values, session)
             except _fuse.Unsupported as e:
                 self._degrade(e)
@@ -334,8 +360,7 @@ class Executable:
             _WARNED_OPS.add(msg)
             warnings.warn(msg, RuntimeWarning, stacklevel=4)
         self.steps = steps
-        self.single = False
-        self.exact.clear()
+        self._setup()
 
     def _run_interpreter(self, feed_values, session):
         if self._interp is None:
@@ -345,37 +370,48 @@ class Executable:
         held = {id(a) for a in session._state.values()}
         return [np.array(r, copy=True) if id(r) in held else r for r in out]
 
-    def _run_single(self, feed_values, bufs, state):
+    def _run_single(self, feed_values, bufs, state, session):
         seg = self.steps[0]
-        plan = self.plan
-        env = dict(zip(plan.feeds, feed_values))
-        ins = []
-        for t in seg.in_tensors:
-            a = env[t]
+        if self.pre:
+            feed_values = list(feed_values) + self._draw_with_feeds(feed_values, session)
+        ins = [feed_values[i] for i in self.in_pos]
+        for k, a in enumerate(ins):
             if not a.flags.c_contiguous:
-                a = np.ascontiguousarray(a)
-            ins.append(a)
+                ins[k] = np.ascontiguousarray(a)
         key = tuple([a.shape for a in ins] + [b.shape for b in bufs])
         c = self.exact.get(key)
         if c is None:
             c = self._compiled_for(seg, ins, bufs)
             self.exact[key] = c
-        lvl2 = debug_level() >= 2
-        t0 = time.perf_counter() if lvl2 else 0.0
-        out = _call(c, ins, bufs, seg)
-        if lvl2:
+        if self.debug >= 2:
+            t0 = time.perf_counter()
+            out = _call(c, ins, bufs, seg)
             _debug(f"run {len(seg.ops)} ops in one native call: "
                    f"{(time.perf_counter() - t0) * 1e6:.1f} us")
-        vals = dict(zip(seg.out_tensors, _convert(c, out)))
+        else:
+            out = _call(c, ins, bufs, seg)
+        conv = c.out_conv
         results = []
-        for t, is_var in zip(plan.fetches, self.fetch_var):
-            if t in env:
-                results.append(env[t])
-            elif is_var:
-                results.append(np.array(state[t.op], copy=True))
+        for kind, i in self.fetch_src:
+            if kind == 2:
+                f = conv[i]
+                results.append(out[i] if f is None else f(out[i]))
+            elif kind == 0:
+                results.append(feed_values[i])
             else:
-                results.append(vals[t])
+                results.append(np.array(state[i], copy=True))
         return results
+
+    def _draw_with_feeds(self, feed_values, session) -> list:
+        """Values of the hoisted random ops, drawn with the session's RNGs."""
+        from jitflow.interpreter import RunContext, run_op_reference
+        ctx = RunContext(session)
+        env = dict(zip(self.plan.feeds, feed_values))
+        vals = []
+        for op in self.pre:
+            args = [env[t] if t in env else t.op.attrs["value"] for t in op.inputs]
+            vals.append(run_op_reference(op, args, ctx)[0])
+        return vals
 
     def _compiled_for(self, seg: _Segment, ins, bufs) -> _Compiled:
         ckey = _classes_key(list(ins) + list(bufs))
@@ -396,6 +432,8 @@ class Executable:
         from jitflow.interpreter import RunContext, _resolve, run_op_reference
         plan = self.plan
         env = dict(zip(plan.feeds, feed_values))
+        for op, v in zip(self.pre, self._draw_with_feeds(feed_values, session)):
+            env[op.outputs[0]] = v
         ctx = RunContext(session)
         for v in self.written:
             ctx.pending[v] = np.array(session._state[v], copy=True)
@@ -444,17 +482,15 @@ class Executable:
 
     # -- introspection ------------------------------------------------------------------------
     def sources(self, feed_values, session) -> list:
-        """(segment, compiled) for each native segment, compiled for these feeds if needed.
-
-        Segments after a reference step are compiled for the classes the driver sees, so this
-        runs the plan's reference steps on a scratch context when there are any.
-        """
+        """(segment, compiled) for each native segment: in single mode compiled for these
+        feeds if needed (nothing runs); otherwise the segments compiled by earlier runs."""
         out = []
         state = session._state
         if self.single:
             seg = self.steps[0]
             env = dict(zip(self.plan.feeds, feed_values))
-            ins = [np.ascontiguousarray(env[t]) for t in seg.in_tensors]
+            ins = [np.ascontiguousarray(env[t]) if t in env else _placeholder_value(t)
+                   for t in seg.in_tensors]
             bufs = [state.get(v) for v in self.var_ops]
             if any(b is None for b in bufs):
                 bufs = [b if b is not None else _placeholder_var(v)
@@ -490,6 +526,11 @@ def _describe(self, feed_values, session) -> str:
 Executable.describe = _describe
 
 
+def _placeholder_value(t):
+    dims = t.shape.as_tuple() or ()
+    return np.zeros([d if d is not None else 2 for d in dims], t.dtype.as_numpy_dtype)
+
+
 def _placeholder_var(var_op):
     shape = var_op.attrs["shape"].as_tuple() or ()
     return np.zeros([d if d is not None else 2 for d in shape],
@@ -522,8 +563,9 @@ def export_source(session, fetches, feed_list=(), feed_values: Optional[list] = 
     runner = session.make_callable(fetches, feed_list)
     spec = runner.spec
     ex = spec.executable
-    if not isinstance(ex, Executable) or not ex.single:
-        raise NotImplementedError("export needs a plan where every op has a code generator")
+    if not isinstance(ex, Executable) or not ex.single or ex.pre:
+        raise NotImplementedError("export needs a plan where every op has a code generator "
+                                  "and no random op")
     if feed_values is None:
         feed_values = []
         for t in spec.plan.feeds:
