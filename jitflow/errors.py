@@ -6,7 +6,11 @@ __all__ = [
     "DeadlineExceededError", "NotFoundError", "AlreadyExistsError", "PermissionDeniedError",
     "ResourceExhaustedError", "FailedPreconditionError", "AbortedError", "OutOfRangeError",
     "UnimplementedError", "InternalError", "UnavailableError", "DataLossError",
-    "UnauthenticatedError",
+    "UnauthenticatedError", "exception_type_from_error_code", "error_code_from_exception_type",
+    "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+    "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+    "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
+    "UNAUTHENTICATED",
 ]
 
 
@@ -49,6 +53,45 @@ InternalError = _make("InternalError", 13)
 UnavailableError = _make("UnavailableError", 14)
 DataLossError = _make("DataLossError", 15)
 UnauthenticatedError = _make("UnauthenticatedError", 16)
+
+OK = 0
+CANCELLED = 1
+UNKNOWN = 2
+INVALID_ARGUMENT = 3
+DEADLINE_EXCEEDED = 4
+NOT_FOUND = 5
+ALREADY_EXISTS = 6
+PERMISSION_DENIED = 7
+RESOURCE_EXHAUSTED = 8
+FAILED_PRECONDITION = 9
+ABORTED = 10
+OUT_OF_RANGE = 11
+UNIMPLEMENTED = 12
+INTERNAL = 13
+UNAVAILABLE = 14
+DATA_LOSS = 15
+UNAUTHENTICATED = 16
+
+_BY_CODE = {c: cls for cls, c in (
+    (CancelledError, 1), (UnknownError, 2), (InvalidArgumentError, 3),
+    (DeadlineExceededError, 4), (NotFoundError, 5), (AlreadyExistsError, 6),
+    (PermissionDeniedError, 7), (ResourceExhaustedError, 8), (FailedPreconditionError, 9),
+    (AbortedError, 10), (OutOfRangeError, 11), (UnimplementedError, 12), (InternalError, 13),
+    (UnavailableError, 14), (DataLossError, 15), (UnauthenticatedError, 16))}
+
+
+def exception_type_from_error_code(error_code: int) -> type:
+    """The OpError subclass for a TF1 error code."""
+    return _BY_CODE[error_code]
+
+
+def error_code_from_exception_type(cls: type) -> int:
+    """The TF1 error code of an OpError subclass."""
+    for code, c in _BY_CODE.items():
+        if c is cls:
+            return code
+    return UNKNOWN
+
 
 for _cls in list(globals().values()):
     if isinstance(_cls, type) and issubclass(_cls, OpError):

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
-__all__ = ["Dimension", "TensorShape", "as_shape", "unknown_shape", "broadcast_static"]
+__all__ = ["Dimension", "TensorShape", "as_shape", "as_dimension", "unknown_shape",
+           "broadcast_static"]
 
 
 class Dimension:
@@ -40,9 +41,63 @@ class Dimension:
     def __hash__(self) -> int:
         return hash(self.value)
 
+    # Arithmetic and ordering propagate unknown (None) values, as TF1's Dimension does.
+    def _binary(self, other, fn) -> "Dimension":
+        other = as_dim_value(other)
+        if self.value is None or other is None:
+            return Dimension(None)
+        return Dimension(fn(self.value, other))
+
+    def __add__(self, other) -> "Dimension":
+        return self._binary(other, lambda a, b: a + b)
+
+    __radd__ = __add__
+
+    def __sub__(self, other) -> "Dimension":
+        return self._binary(other, lambda a, b: a - b)
+
+    def __rsub__(self, other) -> "Dimension":
+        return self._binary(other, lambda a, b: b - a)
+
+    def __mul__(self, other) -> "Dimension":
+        return self._binary(other, lambda a, b: a * b)
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, other) -> "Dimension":
+        return self._binary(other, lambda a, b: a // b)
+
+    def __rfloordiv__(self, other) -> "Dimension":
+        return self._binary(other, lambda a, b: b // a)
+
+    def __mod__(self, other) -> "Dimension":
+        return self._binary(other, lambda a, b: a % b)
+
+    def _compare(self, other, fn) -> Optional[bool]:
+        other = as_dim_value(other)
+        if self.value is None or other is None:
+            return None
+        return fn(self.value, other)
+
+    def __lt__(self, other) -> Optional[bool]:
+        return self._compare(other, lambda a, b: a < b)
+
+    def __le__(self, other) -> Optional[bool]:
+        return self._compare(other, lambda a, b: a <= b)
+
+    def __gt__(self, other) -> Optional[bool]:
+        return self._compare(other, lambda a, b: a > b)
+
+    def __ge__(self, other) -> Optional[bool]:
+        return self._compare(other, lambda a, b: a >= b)
+
     def is_compatible_with(self, other) -> bool:
         other = as_dim_value(other)
         return self.value is None or other is None or self.value == other
+
+    def assert_is_compatible_with(self, other) -> None:
+        if not self.is_compatible_with(other):
+            raise ValueError(f"Dimensions {self} and {Dimension(other)} are not compatible")
 
     def merge_with(self, other) -> "Dimension":
         other = as_dim_value(other)
@@ -136,6 +191,38 @@ class TensorShape:
             raise ValueError(f"Shape {self} must have rank {rank}")
         return self
 
+    def assert_has_rank(self, rank: int) -> None:
+        if self._dims is not None and len(self._dims) != rank:
+            raise ValueError(f"Shape {self} must have rank {rank}")
+
+    def assert_same_rank(self, other) -> None:
+        other = as_shape(other)
+        if self._dims is not None and other._dims is not None and \
+                len(self._dims) != len(other._dims):
+            raise ValueError(f"Shapes {self} and {other} must have the same rank")
+
+    def assert_is_fully_defined(self) -> None:
+        if not self.is_fully_defined():
+            raise ValueError(f"Shape {self} is not fully defined")
+
+    def with_rank_at_least(self, rank: int) -> "TensorShape":
+        if self._dims is not None and len(self._dims) < rank:
+            raise ValueError(f"Shape {self} must have rank at least {rank}")
+        return self
+
+    def most_specific_compatible_shape(self, other) -> "TensorShape":
+        """The most specific shape compatible with both (unknown where they differ)."""
+        other = as_shape(other)
+        if self._dims is None or other._dims is None or len(self._dims) != len(other._dims):
+            return TensorShape(None)
+        return TensorShape([a if a == b else None for a, b in zip(self._dims, other._dims)])
+
+    def __add__(self, other) -> "TensorShape":
+        return self.concatenate(other)
+
+    def __radd__(self, other) -> "TensorShape":
+        return as_shape(other).concatenate(self)
+
     def concatenate(self, other) -> "TensorShape":
         other = as_shape(other)
         if self._dims is None or other._dims is None:
@@ -192,6 +279,10 @@ class TensorShape:
 def as_shape(shape) -> TensorShape:
     """Convert a TensorShape, list/tuple of int-or-None, or None to a TensorShape."""
     return shape if isinstance(shape, TensorShape) else TensorShape(shape)
+
+
+def as_dimension(value) -> Dimension:
+    return value if isinstance(value, Dimension) else Dimension(value)
 
 
 def unknown_shape(rank: Optional[int] = None) -> TensorShape:

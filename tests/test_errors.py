@@ -147,3 +147,12 @@ def test_graph_element_errors():
         g.as_graph_element("x:y")
     with pytest.raises(TypeError):
         tf.convert_to_tensor(tf.no_op())
+
+
+def test_error_code_constants_and_lookup():
+    assert tf.errors.OK == 0 and tf.errors.INVALID_ARGUMENT == 3
+    assert tf.errors.FAILED_PRECONDITION == 9 and tf.errors.UNAUTHENTICATED == 16
+    for name, code in _CODES.items():
+        cls = getattr(tf.errors, name)
+        assert tf.errors.exception_type_from_error_code(code) is cls
+        assert tf.errors.error_code_from_exception_type(cls) == code

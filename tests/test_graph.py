@@ -411,3 +411,31 @@ def test_tensor_shape_operations():
         s.with_rank(3)
     assert str(TensorShape([])) == "()" and str(TensorShape([5])) == "(5,)"
     assert tf.TensorShape([1, None]).as_list() == [1, None]
+
+
+def test_dimension_arithmetic_propagates_unknown():
+    x = tf.placeholder(tf.float32, [None, 2, 3])
+    d0, d1, d2 = x.shape
+    assert (d1 * d2).value == 6 and (d1 + 1).value == 3 and (10 - d2).value == 7
+    assert (d2 // 2).value == 1 and (7 // d2).value == 2 and (d2 % 2).value == 1
+    assert (d0 * 2).value is None and (d0 + d1).value is None
+    assert (d1 < d2) is True and (d1 >= d2) is False and (d0 < 3) is None
+    assert tf.reshape(x, [-1, d1 * d2]).shape.as_list() == [None, 6]
+    with pytest.raises(ValueError):
+        d1.assert_is_compatible_with(3)
+
+
+def test_tensor_shape_helpers():
+    s = TensorShape([None, 3])
+    assert (s + [4]).as_list() == [None, 3, 4] and ([1] + s).as_list() == [1, None, 3]
+    s.assert_has_rank(2)
+    s.assert_same_rank([1, 2])
+    with pytest.raises(ValueError):
+        s.assert_has_rank(1)
+    with pytest.raises(ValueError):
+        s.assert_is_fully_defined()
+    with pytest.raises(ValueError):
+        s.with_rank_at_least(3)
+    assert s.with_rank_at_least(1) is s
+    assert TensorShape([2, 3]).most_specific_compatible_shape([2, 4]).as_list() == [2, None]
+    assert TensorShape([2]).most_specific_compatible_shape([2, 4]).ndims is None
