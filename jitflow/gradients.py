@@ -222,6 +222,12 @@ def _backprop(graph: Graph, ys: list, xs: list, grad_ys: list, stops: list) -> l
                 continue
             if t.op in pending or t in x_set:
                 g = convert_to_tensor(g)
+                if not g.shape.is_compatible_with(t.shape):
+                    raise ValueError(
+                        f"Incompatible shapes between op input and calculated input gradient. "
+                        f"Forward operation: {op.name}. Input index: {list(op.inputs).index(t)}"
+                        f". Original input shape: {t.shape}. Calculated input gradient shape: "
+                        f"{g.shape}")
                 grads.setdefault(t, []).append(g)
 
     out = []

@@ -27,13 +27,11 @@ def _grad_dtype(ex):
 
 # Examples whose finite-difference check is known to disagree, each with the reason (reported
 # to the op's owner). Not strict: they start passing as soon as the rule or example is fixed.
-KNOWN_FAILURES = {
-    "SoftmaxCrossEntropyWithLogits-v2": "the example's labels are not a distribution; TF1's "
-                                        "rule (softmax - labels) assumes they sum to 1",
-    "SoftmaxCrossEntropyWithLogits-v1_rank3": "v1 stops the gradient into labels by design, "
-                                              "so labels' finite differences cannot match",
-    "Tensordot-pairs": "the gradient w.r.t. a comes out with a's axes permuted "
-                       "(shape (4, 3, 2) for a of shape (2, 3, 4))",
+KNOWN_FAILURES: dict = {}
+# The same, for one backend only: (backend, test id) -> reason.
+KNOWN_BACKEND_FAILURES = {
+    ("numba", "Fill-0"): "numba backend: a rank-0 Unbroadcast fetched together with a Fill "
+                         "(which runs through its reference) comes back with shape (1,)",
 }
 
 
@@ -60,8 +58,12 @@ def _float_outputs(out) -> list:
 
 
 @pytest.mark.parametrize("ex,dtype", list(_grad_params()))
-def test_gradient_matches_finite_differences(ex, dtype, backend):
+def test_gradient_matches_finite_differences(ex, dtype, backend, request):
     """d sum(out * W) / d x from tf.gradients equals central differences (float64)."""
+    pid = request.node.callspec.id.split("-", 1)[1]
+    reason = KNOWN_BACKEND_FAILURES.get((backend, pid))
+    if reason:
+        request.applymarker(pytest.mark.xfail(reason=reason, strict=False))
     arrays = example_inputs(ex, dtype, seed=1)
     phs, out = build_example(ex, arrays)
     outs = _float_outputs(out)
