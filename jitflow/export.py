@@ -23,6 +23,7 @@ import os
 import re
 import sys
 import tempfile
+import types
 from typing import Optional, Sequence
 
 import numpy as np
@@ -634,3 +635,13 @@ def _module_source(program: dict, manifest: dict) -> str:
             f"ENTRY = {entry}\n" + LOADER_SOURCE)
 
 
+
+
+class _CallableModule(types.ModuleType):
+    """`jitflow.export(sess, ...)` calls `export`, and `jitflow.export.load` etc. still work."""
+
+    def __call__(self, *args, **kwargs):
+        return export(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -304,3 +304,9 @@ def test_make_save_exports_the_state_at_save_time(tmp_path):
     np.testing.assert_array_equal(f.state["w"], w)
     assert f.manifest["name"] == "later" and os.path.exists(os.path.join(folder, "later.py"))
     np.testing.assert_allclose(f(xs, ys)[0], want, rtol=1e-6)
+
+
+def test_export_is_a_callable_module():
+    import jitflow.export as module
+    assert tf.export is module and callable(tf.export)
+    assert tf.export.load is tf.load and tf.export.ExportError is ExportError
