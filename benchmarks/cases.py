@@ -3,12 +3,14 @@
 Families: "numpy" (hand-written, the reference), "graph" (the TF1 graph API: jitflow's backends
 and TensorFlow's compat.v1 share this code), "jax" (`jax.jit`), "numba" (hand-written floor).
 Where the math is the same expression everywhere it is written once (`chain`) and evaluated with
-each library's namespace.
+each library's namespace. Each `<case>_<family>(ctx, data)` function prepares one peer family's
+Runner from the peer's context (a math namespace, a GraphAPI, or the numba module) and the
+case's shared data; each `<case>_data(...)` returns the function making that data from an RNG.
 """
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -22,7 +24,7 @@ LINREG_LR = 0.01
 LINREG_W0, LINREG_B0 = 0.5, 0.1  # the seeds' initial values
 
 
-def _in_graph(api, build: Callable[[Any], Any], init: bool = False):
+def _in_graph(api: Any, build: Callable[[Any], Any], init: bool = False):
     """Build with `build(tf)` in a fresh graph; returns (what build returned, a session)."""
     tf = api.tf
     graph = tf.Graph()
@@ -35,17 +37,17 @@ def _in_graph(api, build: Callable[[Any], Any], init: bool = False):
     return built, sess
 
 
-def _blocking(jax, fn: Callable) -> Callable:
+def _blocking(jax: Any, fn: Callable) -> Callable:
     """Wrap a JAX function so each call waits for its result (JAX dispatches asynchronously)."""
     return lambda *args: jax.block_until_ready(fn(*args))
 
 
 # -- (1) the seeds' graph: (a*b)/(a+b) with fed scalars -------------------------------------------
-def seeds_data(rng) -> dict:
+def seeds_data(rng: np.random.Generator) -> dict:
     return {"a": SEEDS_A, "b": SEEDS_B}
 
 
-def seeds_numpy(m, d) -> Runner:
+def seeds_numpy(m: Any, d: dict) -> Runner:
     a, b = d["a"], d["b"]
 
     def step():
@@ -55,7 +57,7 @@ def seeds_numpy(m, d) -> Runner:
     return Runner(step)
 
 
-def seeds_graph(api, d, callable_: bool = False) -> Runner:
+def seeds_graph(api: Any, d: dict, callable_: bool = False) -> Runner:
     def build(tf):
         a = tf.placeholder(tf.float32, shape=[], name="a")
         b = tf.placeholder(tf.float32, shape=[], name="b")
@@ -69,26 +71,26 @@ def seeds_graph(api, d, callable_: bool = False) -> Runner:
     return Runner(lambda: sess.run(res, feed_dict={a: va, b: vb}), close=sess.close)
 
 
-def seeds_jax(m, d) -> Runner:
+def seeds_jax(m: Any, d: dict) -> Runner:
     f = _blocking(m.jax, m.jax.jit(lambda a, b: (a * b) / (a + b)))
     a, b = d["a"], d["b"]
     return Runner(lambda: f(np.float32(a), np.float32(b)))
 
 
-def seeds_numba(numba, d) -> Runner:
+def seeds_numba(numba: Any, d: dict) -> Runner:
     f = numba.njit(lambda a, b: (a * b) / (a + b))
     a, b = d["a"], d["b"]
     return Runner(lambda: f(a, b))
 
 
 # -- (2) the fused elementwise chain ---------------------------------------------------------------
-def chain(m, x, w, b):
+def chain(m: Any, x: Any, w: Any, b: Any) -> Any:
     """sigmoid(x*w+b)*tanh(x) - exp(-x*x) + 0.5*x, with `m` one library's math namespace."""
     return m.sigmoid(x * w + b) * m.tanh(x) - m.exp(-x * x) + 0.5 * x
 
 
 def chain_data(n: int, dtype: str) -> Callable:
-    def make(rng) -> dict:
+    def make(rng: np.random.Generator) -> dict:
         dt = np.dtype(dtype)
         return {"x": rng.uniform(-3, 3, n).astype(dt), "w": dt.type(0.7), "b": dt.type(-0.2),
                 "dtype": dtype}
@@ -96,12 +98,12 @@ def chain_data(n: int, dtype: str) -> Callable:
     return make
 
 
-def chain_numpy(m, d) -> Runner:
+def chain_numpy(m: Any, d: dict) -> Runner:
     x, w, b = d["x"], d["w"], d["b"]
     return Runner(lambda: chain(m, x, w, b))
 
 
-def chain_graph(api, d) -> Runner:
+def chain_graph(api: Any, d: dict) -> Runner:
     def build(tf):
         dt = tf.as_dtype(d["dtype"])
         x = tf.placeholder(dt, shape=[None], name="x")
@@ -113,7 +115,7 @@ def chain_graph(api, d) -> Runner:
     return Runner(lambda: sess.run(out, feed_dict=feed), close=sess.close)
 
 
-def chain_jax(m, d) -> Runner:
+def chain_jax(m: Any, d: dict) -> Runner:
     f = _blocking(m.jax, m.jax.jit(functools.partial(chain, m)))
     x = m.jax.device_put(d["x"])
     w, b = d["w"], d["b"]
@@ -122,19 +124,19 @@ def chain_jax(m, d) -> Runner:
 
 # -- (3) reduction: reduce_mean(square(a - b), axis=1) ---------------------------------------------
 def reduce_data(rows: int, cols: int) -> Callable:
-    def make(rng) -> dict:
+    def make(rng: np.random.Generator) -> dict:
         return {"a": rng.random((rows, cols), dtype=np.float32),
                 "b": rng.random((rows, cols), dtype=np.float32)}
 
     return make
 
 
-def reduce_numpy(m, d) -> Runner:
+def reduce_numpy(m: Any, d: dict) -> Runner:
     a, b = d["a"], d["b"]
     return Runner(lambda: np.mean(np.square(a - b), axis=1))
 
 
-def reduce_graph(api, d) -> Runner:
+def reduce_graph(api: Any, d: dict) -> Runner:
     def build(tf):
         a = tf.placeholder(tf.float32, shape=[None, d["a"].shape[1]], name="a")
         b = tf.placeholder(tf.float32, shape=[None, d["b"].shape[1]], name="b")
@@ -144,7 +146,7 @@ def reduce_graph(api, d) -> Runner:
     return Runner(lambda: sess.run(out, feed_dict=feed), close=sess.close)
 
 
-def reduce_jax(m, d) -> Runner:
+def reduce_jax(m: Any, d: dict) -> Runner:
     jnp = m.jnp
     f = _blocking(m.jax, m.jax.jit(lambda a, b: jnp.mean(jnp.square(a - b), axis=1)))
     a, b = m.jax.device_put(d["a"]), m.jax.device_put(d["b"])
@@ -156,7 +158,7 @@ def mlp_data(batch: int, dims: tuple = (784, 128, 10)) -> Callable:
     """A batch (X, one-hot Y) and initial weights, float32; the same for every peer."""
     n_in, n_hidden, n_out = dims
 
-    def make(rng) -> dict:
+    def make(rng: np.random.Generator) -> dict:
         f32 = np.float32
         return {
             "X": rng.random((batch, n_in), dtype=f32),
@@ -170,7 +172,7 @@ def mlp_data(batch: int, dims: tuple = (784, 128, 10)) -> Callable:
     return make
 
 
-def mlp_numpy(m, d) -> Runner:
+def mlp_numpy(m: Any, d: dict) -> Runner:
     """Forward and backward written out by hand; updates its own copy of the weights."""
     params = [p.copy() for p in d["params"]]
     lr = np.float32(MLP_LR)
@@ -203,7 +205,7 @@ MLP_NEEDS = ("Variable", "matmul", "nn.relu", "reduce_mean", "train.GradientDesc
              "nn.softmax_cross_entropy_with_logits_v2|nn.softmax_cross_entropy_with_logits")
 
 
-def mlp_graph(api, d) -> Runner:
+def mlp_graph(api: Any, d: dict) -> Runner:
     n_in, n_out = d["X"].shape[1], d["Y"].shape[1]
 
     def build(tf):
@@ -226,7 +228,7 @@ def mlp_graph(api, d) -> Runner:
                   call=step_on)
 
 
-def mlp_jax(m, d) -> Runner:
+def mlp_jax(m: Any, d: dict) -> Runner:
     jax, jnp = m.jax, m.jnp
 
     def loss_fn(params, x, y):
@@ -251,7 +253,7 @@ def mlp_jax(m, d) -> Runner:
 
 # -- (5) the seeds' linear regression: y = w*x + b, MSE, SGD --------------------------------------
 def linreg_data(points: int, steps: int) -> Callable:
-    def make(rng) -> dict:
+    def make(rng: np.random.Generator) -> dict:
         x = rng.uniform(0, 10, points).astype(np.float32)
         y = (3 * x + 2 + rng.normal(0, 1, points)).astype(np.float32)
         return {"x": x, "y": y, "steps": steps}
@@ -259,7 +261,7 @@ def linreg_data(points: int, steps: int) -> Callable:
     return make
 
 
-def linreg_numpy(m, d) -> Runner:
+def linreg_numpy(m: Any, d: dict) -> Runner:
     x, y, steps = d["x"], d["y"], d["steps"]
     lr = np.float32(LINREG_LR)
     state = [np.float32(LINREG_W0), np.float32(LINREG_B0)]
@@ -278,7 +280,7 @@ LINREG_NEEDS = ("Variable", "square", "reduce_mean", "train.GradientDescentOptim
                 "global_variables_initializer")
 
 
-def linreg_graph(api, d) -> Runner:
+def linreg_graph(api: Any, d: dict) -> Runner:
     def build(tf):
         x = tf.placeholder(tf.float32, shape=[None], name="x")
         y = tf.placeholder(tf.float32, shape=[None], name="y")
@@ -298,7 +300,7 @@ def linreg_graph(api, d) -> Runner:
     return Runner(block, result=lambda _: tuple(sess.run(list(wb))), close=sess.close)
 
 
-def linreg_jax(m, d) -> Runner:
+def linreg_jax(m: Any, d: dict) -> Runner:
     jax, jnp = m.jax, m.jnp
 
     def sgd(w, b, x, y):
@@ -318,7 +320,7 @@ def linreg_jax(m, d) -> Runner:
     return Runner(block, result=lambda _: tuple(state))
 
 
-def linreg_numba(numba, d) -> Runner:
+def linreg_numba(numba: Any, d: dict) -> Runner:
     @numba.njit(error_model="numpy")
     def sgd(w, b, x, y, lr):
         gw = np.float32(0)
@@ -360,7 +362,7 @@ def _tolerance(dtype: str) -> dict:
     return {"rtol": 1e-4, "atol": 1e-5} if dtype == "float32" else {"rtol": 1e-9, "atol": 1e-12}
 
 
-def build_cases(scale: str = "full", groups=None) -> list:
+def build_cases(scale: str = "full", groups: Optional[Sequence[str]] = None) -> list:
     """The benchmark table. "full" has the sizes the report is about; "tiny" is for tests.
 
     `groups` selects case groups (seeds, chain, reduce, mlp, linreg, compile)."""

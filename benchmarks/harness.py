@@ -4,6 +4,8 @@ A *case* is one workload (inputs plus one implementation per peer family); a *pe
 of running it (jitflow compiled, jitflow interpreted, NumPy, TF1, JAX...). For every case the
 NumPy peer runs first and its first result is the reference; every other peer's first result is
 compared with it before its time counts, so a fast wrong answer shows as WRONG, never as a win.
+The peers that passed are then timed together, one sample of each per round, so that the load
+of a shared machine falls on all of them alike.
 """
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ import numpy as np
 
 __all__ = [
     "Budget", "Case", "Cell", "FULL", "NotApplicable", "Peer", "QUICK", "Results", "Runner",
-    "TINY", "Timing", "Unavailable", "compare", "measure", "run_suite", "snapshot",
+    "TINY", "Timing", "Unavailable", "compare", "measure", "measure_interleaved", "run_suite",
+    "snapshot",
 ]
 
 REFERENCE = "numpy"
@@ -100,39 +103,72 @@ class Timing:
                 "values": [float(f"{v:.4g}") for v in self.samples]}
 
 
-def measure(fn: Callable[[], Any], budget: Budget) -> Timing:
-    """Time `fn()` after `budget.warmup` warm-up calls; GC off while timing (as timeit)."""
-    for _ in range(budget.warmup):
-        fn()
-    t0 = time.perf_counter()
-    fn()
-    one = time.perf_counter() - t0
-    inner = 1
+def _group_size(one: float, budget: Budget) -> int:
+    """How many calls make one sample so that a sample lasts about `budget.sample_target`."""
     if budget.sample_target > 0 and one < budget.sample_target:
-        inner = min(10_000, max(1, int(budget.sample_target / max(one, 1e-8))))
-    samples: list = []
-    total = 0.0
+        return min(10_000, max(1, int(budget.sample_target / max(one, 1e-8))))
+    return 1
+
+
+def _enough(n: int, total: float, budget: Budget) -> bool:
+    return (n >= budget.max_samples or (n >= budget.min_samples and total >= budget.min_time)
+            or (n >= 2 and total >= budget.max_time))
+
+
+def measure_interleaved(fns: dict, budget: Budget) -> dict:
+    """Time several functions in rounds, one sample of each per round, so that a change in the
+    machine's load (other processes on a shared machine) hits every peer alike.
+
+    Each function gets `budget.warmup` warm-up calls and one calibration call first; each stops
+    on its own once it has enough samples. Returns {name: Timing, or the exception it raised}.
+    GC is off while timing (as in timeit)."""
+    out: dict = {}
+    group: dict = {}
+    for name, fn in fns.items():
+        try:
+            for _ in range(budget.warmup):
+                fn()
+            t0 = time.perf_counter()
+            fn()
+            group[name] = _group_size(time.perf_counter() - t0, budget)
+        except Exception as e:  # noqa: BLE001  (reported in the peer's cell)
+            out[name] = e
+    samples: dict = {name: [] for name in group}
+    totals = dict.fromkeys(group, 0.0)
+    active = list(group)
     gc_was_on = gc.isenabled()
     gc.disable()
     try:
-        while True:
-            t0 = time.perf_counter()
-            for _ in range(inner):
-                fn()
-            dt = time.perf_counter() - t0
-            samples.append(dt / inner)
-            total += dt
-            n = len(samples)
-            if n >= budget.max_samples:
-                break
-            if n >= budget.min_samples and total >= budget.min_time:
-                break
-            if n >= 2 and total >= budget.max_time:
-                break
+        while active:
+            for name in list(active):
+                fn, k = fns[name], group[name]
+                try:
+                    t0 = time.perf_counter()
+                    for _ in range(k):
+                        fn()
+                    dt = time.perf_counter() - t0
+                except Exception as e:  # noqa: BLE001
+                    out[name] = e
+                    active.remove(name)
+                    continue
+                samples[name].append(dt / k)
+                totals[name] += dt
+                if _enough(len(samples[name]), totals[name], budget):
+                    active.remove(name)
     finally:
         if gc_was_on:
             gc.enable()
-    return Timing(samples, calls=len(samples) * inner)
+    for name in group:
+        out.setdefault(name, Timing(samples[name], calls=len(samples[name]) * group[name]))
+    return out
+
+
+def measure(fn: Callable[[], Any], budget: Budget) -> Timing:
+    """Time one function (see `measure_interleaved`); re-raises what it raised."""
+    result = measure_interleaved({"fn": fn}, budget)["fn"]
+    if isinstance(result, Exception):
+        raise result
+    return result
 
 
 # -- checking ------------------------------------------------------------------------------------
@@ -300,18 +336,22 @@ def _first_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text[0] if text else ''}"[:300]
 
 
-def _run_cell(peer: Peer, case: Case, data: dict, want: Any, budget: Budget) -> tuple:
-    """Run one cell; returns (Cell, its checked value)."""
+def _prepare_cell(peer: Peer, case: Case, data: dict, want: Any, budget: Budget) -> tuple:
+    """Build one cell's runner, run its first step and check it against `want`.
+
+    Returns (Cell, the checked value, the runner still to be timed or None). Self-timed runners
+    (fresh processes) are timed here; every runner not returned is closed here."""
     try:
         runner = peer.runner(case, data)
     except NotApplicable as e:
-        return Cell("n/a", note=str(e)), None
+        return Cell("n/a", note=str(e)), None, None
     except Unavailable as e:
-        return Cell("unavailable", note=str(e)), None
+        return Cell("unavailable", note=str(e)), None, None
     except (NotImplementedError, AttributeError) as e:
-        return Cell("unavailable", note=_first_line(e)), None
+        return Cell("unavailable", note=_first_line(e)), None, None
     except Exception as e:  # noqa: BLE001  (one broken cell must not stop the run)
-        return Cell("error", note="building: " + _first_line(e)), None
+        return Cell("error", note="building: " + _first_line(e)), None, None
+    keep = False
     try:
         if runner.timed is not None:
             timing, got, extra = runner.timed(budget)
@@ -325,19 +365,53 @@ def _run_cell(peer: Peer, case: Case, data: dict, want: Any, budget: Budget) -> 
         if want is not None:
             msg = compare(got, want, case.rtol, case.atol)
             if msg:
-                return Cell("WRONG", note=msg, first_call_s=cell.first_call_s), got
-        if cell.timing is None:
-            cell.timing = measure(runner.step, budget).scaled(case.per_sample)
-        return cell, got
+                return Cell("WRONG", note=msg, first_call_s=cell.first_call_s), got, None
+        keep = cell.timing is None
+        return cell, got, (runner if keep else None)
     except Unavailable as e:
-        return Cell("unavailable", note=str(e)), None
+        return Cell("unavailable", note=str(e)), None, None
     except Exception as e:  # noqa: BLE001
-        return Cell("error", note=_first_line(e)), None
+        return Cell("error", note=_first_line(e)), None, None
     finally:
-        try:
-            runner.close()
-        except Exception:  # noqa: BLE001
-            pass
+        if not keep:
+            _close(runner)
+
+
+def _close(runner: Runner) -> None:
+    try:
+        runner.close()
+    except Exception:  # noqa: BLE001  (closing is best effort)
+        pass
+
+
+def _run_case(case: Case, peers: Sequence[Peer], budget: Budget, seed: int) -> dict:
+    """All cells of one case: first steps and checks (reference first), then timing of every
+    correct peer, interleaved. Returns {peer name: Cell}."""
+    data = case.make_data(np.random.default_rng(seed))
+    cells: dict = {}
+    runners: dict = {}
+    want = None
+    try:
+        for peer in peers:
+            cell, got, runner = _prepare_cell(peer, case, data, want, budget)
+            if peer.name == REFERENCE:
+                if cell.status != "ok":
+                    raise RuntimeError(f"the NumPy reference failed on {case.id}: {cell.note}")
+                want = got
+            cells[peer.name] = cell
+            if runner is not None:
+                runners[peer.name] = runner
+        timings = measure_interleaved({n: r.step for n, r in runners.items()}, budget)
+        for name, t in timings.items():
+            if isinstance(t, Exception):
+                cells[name] = Cell("error", note=_first_line(t),
+                                   first_call_s=cells[name].first_call_s)
+            else:
+                cells[name].timing = t.scaled(case.per_sample)
+    finally:
+        for runner in runners.values():
+            _close(runner)
+    return cells
 
 
 def run_suite(cases: Sequence[Case], peers: Sequence[Peer], budget: Budget,
@@ -349,16 +423,8 @@ def run_suite(cases: Sequence[Case], peers: Sequence[Peer], budget: Budget,
     start = time.perf_counter()
     cells: dict = {}
     for i, case in enumerate(cases):
-        data = case.make_data(np.random.default_rng(seed))
-        want = None
-        for peer in peers:
-            cell, got = _run_cell(peer, case, data, want, budget)
-            if peer.name == REFERENCE:
-                if cell.status != "ok":
-                    raise RuntimeError(f"the NumPy reference failed on {case.id}: {cell.note}")
-                want = got
-            cells[(case.id, peer.name)] = cell
-        del data
+        for name, cell in _run_case(case, peers, budget, seed).items():
+            cells[(case.id, name)] = cell
         gc.collect()
         if progress:
             progress(_progress_line(i, len(cases), case, peers, cells))

@@ -34,7 +34,7 @@ class NumpyMath:
 class JaxMath:
     """The same functions in jax.numpy; `jax` and `jnp` are the imported modules."""
 
-    def __init__(self, jax, jnp) -> None:
+    def __init__(self, jax: Any, jnp: Any) -> None:
         self.jax, self.jnp = jax, jnp
         self.exp, self.tanh, self.square = jnp.exp, jnp.tanh, jnp.square
         self.sigmoid = jax.nn.sigmoid
@@ -43,14 +43,14 @@ class JaxMath:
 class GraphAPI:
     """The TF1 graph API of one graph peer: `tf` is jitflow or `tensorflow.compat.v1`."""
 
-    def __init__(self, tf, make_session: Callable[[Any], Any]) -> None:
+    def __init__(self, tf: Any, make_session: Callable[[Any], Any]) -> None:
         self.tf = tf
         self._make_session = make_session
         self.sigmoid, self.tanh, self.exp = (getattr(tf, n, None) for n in
                                              ("sigmoid", "tanh", "exp"))
         self.square = getattr(tf, "square", None)
 
-    def session(self, graph):
+    def session(self, graph: Any) -> Any:
         """A session on `graph` configured for this peer (backend, single thread)."""
         return self._make_session(graph)
 
@@ -66,7 +66,7 @@ class GraphAPI:
                 return obj
         return None
 
-    def xent(self, labels, logits):
+    def xent(self, labels: Any, logits: Any) -> Any:
         """Softmax cross-entropy per row, under whichever TF1 spelling the peer has."""
         fn = self.resolve(XENT)
         return fn(labels=labels, logits=logits)
@@ -87,6 +87,7 @@ def _require(module: str) -> None:
 
 
 def load_numpy() -> NumpyMath:
+    """The reference peer: plain NumPy."""
     return NumpyMath()
 
 
@@ -124,7 +125,8 @@ def load_jax() -> JaxMath:
     return JaxMath(jax, jnp)
 
 
-def load_numba():
+def load_numba() -> Any:
+    """The numba module, for the hand-written floor."""
     import numba
     return numba
 

@@ -19,7 +19,8 @@ if ROOT not in sys.path:
 from benchmarks import cases as bcases  # noqa: E402
 from benchmarks import coldstart, report  # noqa: E402
 from benchmarks.harness import (  # noqa: E402
-    TINY, Budget, Case, Peer, Results, Runner, Timing, compare, format_cell, measure, run_suite,
+    TINY, Budget, Case, Peer, Results, Runner, Timing, compare, format_cell, measure,
+    measure_interleaved, run_suite,
 )
 from benchmarks.peers import GraphAPI, NumpyMath, graph_lacks, make_peers  # noqa: E402
 from jitflow.session import _BACKENDS  # noqa: E402
@@ -187,6 +188,41 @@ def test_measure_respects_sample_limits():
     t = measure(lambda: None, Budget(min_time=10.0, max_time=100.0, min_samples=5,
                                      max_samples=5, warmup=0, sample_target=0.0))
     assert len(t.samples) == 5
+
+
+def test_interleaved_timing_alternates_and_isolates_a_failure():
+    log = []
+
+    def failing():
+        log.append("c")
+        if log.count("c") > 2:
+            raise ValueError("boom")
+
+    fns = {"a": lambda: log.append("a"), "b": lambda: log.append("b"), "c": failing}
+    out = measure_interleaved(fns, Budget(min_time=0.0, max_time=60.0, min_samples=3,
+                                          max_samples=3, warmup=0, sample_target=0.0))
+    assert len(out["a"].samples) == 3 and len(out["b"].samples) == 3
+    assert isinstance(out["c"], ValueError)
+    # after one calibration call each: one sample of every peer per round
+    assert log == ["a", "b", "c"] + ["a", "b", "c"] * 2 + ["a", "b"]
+
+
+def test_a_peer_failing_while_timed_gets_an_error_cell():
+    calls = []
+
+    def flaky():
+        calls.append(1)
+        if len(calls) > 1:
+            raise RuntimeError("fails after its first call")
+        return np.arange(4.0) * 2
+
+    case = _case(lambda m, d: Runner(flaky))
+    res = run_suite([case], [Peer("numpy", "numpy", NumpyMath), Peer("flaky", "other", list)],
+                    TINY)
+    assert res.cell("t/x", "numpy").status == "ok"
+    cell = res.cell("t/x", "flaky")
+    assert cell.status == "error" and "fails after its first call" in cell.note
+    assert cell.first_call_s is not None
 
 
 def test_timing_statistics_and_scaling():
