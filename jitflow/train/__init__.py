@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 from jitflow.serialize import export_meta_graph, import_meta_graph, write_graph
+from jitflow.train.adadelta import AdadeltaOptimizer
 from jitflow.train.adagrad import AdagradOptimizer
 from jitflow.train.adam import AdamOptimizer
 from jitflow.train.gradient_descent import GradientDescentOptimizer
-from jitflow.train.learning_rate_decay import (exponential_decay, inverse_time_decay,
+from jitflow.train.learning_rate_decay import (cosine_decay, exponential_decay, inverse_time_decay,
                                                natural_exp_decay, piecewise_constant,
                                                polynomial_decay)
 from jitflow.train.momentum import MomentumOptimizer
+from jitflow.train.moving_averages import ExponentialMovingAverage
 from jitflow.train.optimizer import Optimizer
 from jitflow.train.rmsprop import RMSPropOptimizer
 from jitflow.train.saver import (CheckpointReader, CheckpointState, NewCheckpointReader, Saver,
@@ -21,7 +23,8 @@ from jitflow.train.training_util import (assert_global_step, create_global_step,
 
 __all__ = [
     "Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer",
-    "AdagradOptimizer", "RMSPropOptimizer", "exponential_decay", "inverse_time_decay",
+    "AdagradOptimizer", "RMSPropOptimizer", "AdadeltaOptimizer", "ExponentialMovingAverage",
+    "cosine_decay", "exponential_decay", "inverse_time_decay",
     "natural_exp_decay", "piecewise_constant", "polynomial_decay", "Saver", "CheckpointState",
     "CheckpointReader", "NewCheckpointReader", "checkpoint_exists", "get_checkpoint_state",
     "latest_checkpoint", "list_variables", "load_checkpoint", "load_variable",

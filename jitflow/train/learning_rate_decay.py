@@ -6,7 +6,7 @@ from typing import Optional
 from jitflow.graph import Tensor, convert_to_tensor, name_scope
 
 __all__ = ["exponential_decay", "inverse_time_decay", "natural_exp_decay", "polynomial_decay",
-           "piecewise_constant"]
+           "piecewise_constant", "cosine_decay"]
 
 
 def _ops():
@@ -123,3 +123,19 @@ def piecewise_constant(x, boundaries, values, name: Optional[str] = None):
                 b = convert_to_tensor(b, dtype=x.dtype)
             out = ops.where(ops.greater(x, b), vals[i + 1], out)
         return ops.identity(out, name=scope)
+
+
+def cosine_decay(learning_rate, global_step, decay_steps, alpha=0.0,
+                 name: Optional[str] = None):
+    """lr * ((1 - alpha) * 0.5 * (1 + cos(pi * min(step, decay_steps) / decay_steps)) + alpha)."""
+    _check_step(global_step)
+    ops = _ops()
+    with name_scope(name, "CosineDecay") as scope:
+        lr = _as_float(learning_rate, name="learning_rate")
+        dt = lr.dtype
+        steps = _as_float(decay_steps, dt)
+        step = ops.minimum(ops.cast(global_step, dt), steps)
+        a = _as_float(alpha, dt)
+        cosine = _as_float(0.5, dt) * (_as_float(1.0, dt) + ops.cos(
+            _as_float(3.141592653589793, dt) * step / steps))
+        return ops.multiply(lr, (_as_float(1.0, dt) - a) * cosine + a, name=scope)

@@ -80,6 +80,17 @@ def np_rmsprop(lr, decay=0.9, momentum=0.0, eps=1e-10, centered=False):
     return step
 
 
+def np_adadelta(lr, rho=0.95, eps=1e-8):
+    lr, rho, eps = (np.float32(v) for v in (lr, rho, eps))
+
+    def step(p, g, s):
+        s["acc"] = rho * s.get("acc", np.zeros_like(p)) + (np.float32(1) - rho) * g * g
+        upd = np.sqrt(s.get("upd", np.zeros_like(p)) + eps) / np.sqrt(s["acc"] + eps) * g
+        s["upd"] = rho * s.get("upd", np.zeros_like(p)) + (np.float32(1) - rho) * upd * upd
+        return p - lr * upd
+    return step
+
+
 CASES = {
     "sgd": (lambda: tf.train.GradientDescentOptimizer(0.1), np_sgd(0.1)),
     "momentum": (lambda: tf.train.MomentumOptimizer(0.1, 0.9), np_momentum(0.1, 0.9)),
@@ -96,6 +107,8 @@ CASES = {
         lambda: tf.train.RMSPropOptimizer(0.01, decay=0.8, momentum=0.5, epsilon=1e-6,
                                           centered=True),
         np_rmsprop(0.01, 0.8, 0.5, 1e-6, centered=True)),
+    "adadelta": (lambda: tf.train.AdadeltaOptimizer(1.0, rho=0.9, epsilon=1e-6),
+                 np_adadelta(1.0, 0.9, 1e-6)),
 }
 
 
@@ -359,3 +372,58 @@ def test_decayed_learning_rate_drives_an_optimizer(backend):
     for r in (0.1, 0.05):
         ws = ws - np.float32(r) * (2 * C * ws + E)
     np.testing.assert_allclose(got, ws, rtol=1e-6)
+
+
+def test_cosine_decay(backend):
+    gs = tf.train.get_or_create_global_step()
+    lr = tf.train.cosine_decay(0.2, gs, 10, alpha=0.1)
+    steps = [0, 2, 5, 10, 15]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got = _at_steps(lr, gs, steps, sess)
+    want = [0.2 * (0.9 * 0.5 * (1 + np.cos(np.pi * min(s, 10) / 10)) + 0.1) for s in steps]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+
+
+# -- ExponentialMovingAverage ------------------------------------------------------------------
+def test_exponential_moving_average_tracks_values(backend):
+    w = tf.Variable([1.0, 2.0], name="w")
+    ema = tf.train.ExponentialMovingAverage(0.9)
+    update = ema.apply([w])
+    shadow = ema.average(w)
+    assert shadow.name == "w/ExponentialMovingAverage:0"
+    assert ema.average_name(w) == "w/ExponentialMovingAverage"
+    assert shadow not in tf.trainable_variables() and shadow in tf.global_variables()
+    assert w in tf.moving_average_variables()
+    expected = np.array([1.0, 2.0], np.float32)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        np.testing.assert_array_equal(sess.run(shadow), expected)  # starts at w's value
+        for target in ([3.0, 0.0], [5.0, -1.0]):
+            sess.run(tf.assign(w, target))
+            sess.run(update)
+            expected = expected - np.float32(0.1) * (expected - np.float32(target))
+            np.testing.assert_allclose(sess.run(shadow), expected, rtol=1e-6)
+
+
+def test_exponential_moving_average_num_updates_caps_decay(backend):
+    w = tf.Variable(0.0, name="w")
+    step = tf.Variable(0, name="step", trainable=False)
+    ema = tf.train.ExponentialMovingAverage(0.999, num_updates=step)
+    update = ema.apply([w])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(tf.assign(w, 10.0))
+        sess.run(update)  # decay = min(0.999, 1/10) = 0.1
+        assert sess.run(ema.average(w)) == pytest.approx(9.0)
+
+
+def test_exponential_moving_average_variables_to_restore():
+    w = tf.Variable(1.0, name="w")
+    other = tf.Variable(2.0, name="other", trainable=False)
+    ema = tf.train.ExponentialMovingAverage(0.9)
+    ema.apply([w])
+    mapping = ema.variables_to_restore()
+    assert mapping["w/ExponentialMovingAverage"] is w
+    assert mapping["other"] is other
+    assert "w" not in mapping
