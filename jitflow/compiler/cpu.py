@@ -158,7 +158,7 @@ def compile_segment(seg: _Segment, in_arrays, var_arrays, reason: str) -> _Compi
         _debug("generated source:\n" + tagged)
     mod = _cache.load_module(source)
     fn = mod.kernel
-    const_vals = [(slot, np.ascontiguousarray(op.attrs["value"])) for slot, op in consts]
+    const_vals = [(slot, _contig(op.attrs["value"])) for slot, op in consts]
     names = {"inputs": [("feed", t.name) for t in seg.in_tensors]
              + [("const", op.name) for _, op in consts],
              "variables": [seg.var_ops[i].name for i in order],
@@ -440,7 +440,7 @@ class Executable:
         with np.errstate(all="ignore"):
             for step in self.steps:
                 if isinstance(step, _Segment):
-                    ins = [np.ascontiguousarray(env[t]) for t in step.in_tensors]
+                    ins = [_contig(env[t]) for t in step.in_tensors]
                     bufs = []
                     for v in step.var_ops:
                         b = ctx.read_var(v)
@@ -489,7 +489,7 @@ class Executable:
         if self.single:
             seg = self.steps[0]
             env = dict(zip(self.plan.feeds, feed_values))
-            ins = [np.ascontiguousarray(env[t]) if t in env else _placeholder_value(t)
+            ins = [_contig(env[t]) if t in env else _placeholder_value(t)
                    for t in seg.in_tensors]
             bufs = [state.get(v) for v in self.var_ops]
             if any(b is None for b in bufs):
@@ -524,6 +524,12 @@ def _describe(self, feed_values, session) -> str:
 
 
 Executable.describe = _describe
+
+
+def _contig(a) -> np.ndarray:
+    """`a` as a C-contiguous array of its own rank (np.ascontiguousarray turns 0-d into 1-d)."""
+    a = np.asarray(a)
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
 
 
 def _placeholder_value(t):

@@ -309,3 +309,11 @@ def test_make_callable_is_bound_to_the_compiled_plan():
         f = sess.make_callable(res, [a, b])
         assert f(2.0, 6.0) == np.float32(1.5)
         assert isinstance(f(1.0, 1.0), np.float32)
+
+
+def test_rank0_values_keep_their_rank_between_reference_steps_and_kernels():
+    v = tf.placeholder(tf.float64, [], name="v")
+    out = tf.fill([2, 3], v)  # Fill runs through its reference
+    (g,) = tf.gradients(out, [v], grad_ys=[tf.constant(np.ones((2, 3)))])
+    r = both([out, g, tf.reduce_sum(out) * v], {v: 1.5})
+    assert isinstance(r[1], np.float64) and r[1] == 6.0
