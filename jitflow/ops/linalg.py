@@ -9,6 +9,7 @@ import numpy as np
 
 from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.ops.math import abs as _abs
+from jitflow.ops.math import pow as _pow
 from jitflow.ops.math import (
     add_n, check_dtype, greater, maximum, minimum, multiply, scalar_like, sqrt, unbroadcast,
     where_v2,
@@ -257,8 +258,8 @@ def tensordot(a, b, axes, name: Optional[str] = None) -> Tensor:
 
 def norm(tensor, ord="euclidean", axis=None, keepdims=None, name: Optional[str] = None,
          keep_dims=None) -> Tensor:
-    """`tf.norm`: the euclidean (default, also 'fro' and 2 for vectors), 1 or inf vector norm
-    over `axis` (all elements when None)."""
+    """`tf.norm`: the euclidean (default; also 'fro', and 2 for vectors), inf or any p > 0
+    vector norm over `axis` (all elements when None)."""
     keepdims = bool(_legacy(keepdims, keep_dims, "keepdims", "keep_dims"))
     with name_scope(name, "norm", [tensor]) as scope:
         x = convert_to_tensor(tensor, name="tensor")
@@ -272,6 +273,10 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None, name: Optional[str] 
             return reduce_sum(_abs(x), axis, keepdims=keepdims, name=scope)
         if ord == np.inf:
             return reduce_max(_abs(x), axis, keepdims=keepdims, name=scope)
+        if isinstance(ord, (int, float)) and not isinstance(ord, bool) and ord > 0:
+            p = scalar_like(ord, x)
+            s = reduce_sum(_pow(_abs(x), p), axis, keepdims=keepdims)
+            return make_op("Pow", [s, scalar_like(1.0 / ord, x)], name=scope).outputs[0]
         raise ValueError(f"'ord' must be a supported vector norm, got {ord!r}")
 
 

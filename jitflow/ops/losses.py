@@ -101,11 +101,11 @@ def compute_weighted_loss(losses, weights=1.0, scope=None,
         else:
             loss = reduce_sum(weighted)
             if reduction == Reduction.MEAN:
-                loss = div_no_nan(loss, reduce_sum(broadcast_like(w, weighted)))
+                loss = div_no_nan(loss, reduce_sum(broadcast_like(w, weighted)), name="value")
             elif reduction == Reduction.SUM_BY_NONZERO_WEIGHTS:
-                loss = div_no_nan(loss, _num_present(losses, weights))
+                loss = div_no_nan(loss, _num_present(losses, weights), name="value")
             elif reduction == Reduction.SUM_OVER_BATCH_SIZE:
-                loss = div_no_nan(loss, _num_elements(losses))
+                loss = div_no_nan(loss, _num_elements(losses), name="value")
         loss = cast(loss, input_dtype)
         add_loss(loss, loss_collection)
         return loss

@@ -26,7 +26,7 @@ import numpy as np
 from jitflow import dtypes as _dtypes
 from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.ops.registry import Example, register
-from jitflow.shapes import TensorShape, broadcast_static
+from jitflow.shapes import TensorShape, broadcast_static, shape_tf_str
 
 __all__ = [
     "cast", "add", "subtract", "multiply", "negative", "square", "unbroadcast", "binary_op",
@@ -645,8 +645,11 @@ def _select_infer(op):
     c, x, y = op.inputs
     (dtype, shape), = _select_v2_infer(op)
     if not x.shape.is_compatible_with(y.shape):
-        raise ValueError(f"Shapes must be equal rank, but are {x.shape} and {y.shape} for "
-                         f"'{op.name}' (op: 'Select')")
+        what = (f"rank, but are {x.shape.ndims} and {y.shape.ndims}"
+                if x.shape.ndims != y.shape.ndims else f"shape, but are {x.shape} and {y.shape}")
+        raise ValueError(f"Shapes must be equal {what} for '{op.name}' (op: 'Select') with "
+                         f"input shapes: {shape_tf_str(c.shape)}, {shape_tf_str(x.shape)}, "
+                         f"{shape_tf_str(y.shape)}.")
     shape = x.shape.merge_with(y.shape)
     if c.shape.ndims is not None and shape.ndims is not None and c.shape.ndims != shape.ndims:
         raise ValueError(f"Shapes must be equal rank, but are {c.shape.ndims} and "

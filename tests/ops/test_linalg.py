@@ -105,8 +105,12 @@ def test_norm(backend):
     np.testing.assert_allclose(rows, [[5.0], [3.0]])
     np.testing.assert_allclose(one, [7.0, 5.0])
     np.testing.assert_allclose(inf, [4.0, 2.0])
+    p3 = run(tf.norm(x, ord=3, axis=1), {x: v}, backend)
+    np.testing.assert_allclose(p3, [(27 + 64) ** (1 / 3), (1 + 8 + 8) ** (1 / 3)])
     with pytest.raises(ValueError):
-        tf.norm(x, ord=3)
+        tf.norm(x, ord="nuclear")
+    with pytest.raises(ValueError):
+        tf.norm(x, ord=-1)
 
 
 _RNG = np.random.default_rng(4)
