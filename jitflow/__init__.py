@@ -21,7 +21,9 @@ from jitflow.ops import *  # noqa: E402,F401,F403
 from jitflow.session import InteractiveSession, Session, get_default_session  # noqa: E402,F401
 from jitflow import nn, math, losses, random, linalg, initializers  # noqa: E402,F401
 from jitflow import compat  # noqa: E402,F401
-from jitflow.gradients import AggregationMethod, gradients, hessians  # noqa: E402,F401
+from jitflow.gradients import (  # noqa: E402,F401
+    AggregationMethod, UnconnectedGradients, gradients, hessians,
+)
 from jitflow import train  # noqa: E402,F401
 
 

@@ -17,7 +17,14 @@ import numpy as np
 
 from jitflow.graph import Graph, Operation, Tensor, convert_to_tensor, make_op
 
-__all__ = ["gradients", "hessians", "AggregationMethod"]
+__all__ = ["gradients", "hessians", "AggregationMethod", "UnconnectedGradients"]
+
+
+class UnconnectedGradients:
+    """What `gradients` returns for an x that no y depends on: None (TF1's default) or zeros."""
+
+    NONE = "none"
+    ZERO = "zero"
 
 
 class AggregationMethod:
@@ -135,11 +142,13 @@ def _is_float(t: Tensor) -> bool:
 
 def gradients(ys, xs, grad_ys=None, name: str = "gradients",
               colocate_gradients_with_ops: bool = False, gate_gradients: bool = False,
-              aggregation_method=None, stop_gradients=None) -> list:
+              aggregation_method=None, stop_gradients=None,
+              unconnected_gradients=UnconnectedGradients.NONE) -> list:
     """Symbolic derivatives of `sum(ys)` with respect to each of `xs`.
 
     Returns one Tensor per x, or None where x does not reach any y, is integer-valued, or
-    only reaches through ops that are non-differentiable or in `stop_gradients`. `grad_ys`
+    only reaches through ops that are non-differentiable or in `stop_gradients` (zeros
+    instead, for float xs, with `unconnected_gradients="zero"`). `grad_ys`
     weights each y (default: ones). `colocate_gradients_with_ops`, `gate_gradients` and
     `aggregation_method` are accepted for compatibility; they change nothing here.
     """
@@ -154,9 +163,15 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients",
             raise ValueError(f"Passed {len(grad_ys)} grad_ys for {len(ys)} ys")
     stops = [_x_tensor(s) for s in _as_list(stop_gradients)] if stop_gradients is not None \
         else []
+    if unconnected_gradients not in (UnconnectedGradients.NONE, UnconnectedGradients.ZERO):
+        raise ValueError(f"Unknown value for unconnected_gradients: {unconnected_gradients!r}")
     graph = _graph_of(ys + xs_t + stops)
     with graph.as_default(), graph.name_scope(name or "gradients"):
-        return _backprop(graph, ys, xs_t, grad_ys, stops)
+        out = _backprop(graph, ys, xs_t, grad_ys, stops)
+        if unconnected_gradients == UnconnectedGradients.ZERO:
+            out = [_zeros_like(x) if g is None and _is_float(x) else g
+                   for g, x in zip(out, xs_t)]
+        return out
 
 
 def _backprop(graph: Graph, ys: list, xs: list, grad_ys: list, stops: list) -> list:

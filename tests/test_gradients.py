@@ -125,6 +125,19 @@ def test_unconnected_x_gets_none():
     assert tf.gradients(y, z) == [None]
 
 
+def test_unconnected_gradients_zero(backend):
+    x = tf.placeholder(tf.float32, [2])
+    z = tf.placeholder(tf.float32, [3])
+    gx, gz = tf.gradients(x * 2.0, [x, z], unconnected_gradients="zero")
+    assert gz.shape.as_list() == [3]
+    with tf.Session() as sess:
+        vx, vz = sess.run([gx, gz], {x: [1.0, 2.0], z: [1.0, 2.0, 3.0]})
+    np.testing.assert_array_equal(vz, np.zeros(3, np.float32))
+    np.testing.assert_array_equal(vx, [2.0, 2.0])
+    with pytest.raises(ValueError):
+        tf.gradients(x * 2.0, x, unconnected_gradients="sometimes")
+
+
 def test_stop_gradient_op_blocks_flow(backend):
     x = tf.placeholder(tf.float32, [])
     y = x * x + tf.stop_gradient(x * x)

@@ -45,21 +45,31 @@ class AdamOptimizer(Optimizer):
             self._zeros_slot(v, "v", self._name)
 
     def _apply_dense(self, grad, var):
-        from jitflow.ops.math import cast
         dt = var.dtype
-        b1p, b2p = self._get_beta_accumulators(var.graph)
-        b1p, b2p = cast(b1p.value(), dt), cast(b2p.value(), dt)
-        lr = self._hyper("learning_rate", self._lr, dt)
         b1 = self._hyper("beta1", self._beta1, dt)
         b2 = self._hyper("beta2", self._beta2, dt)
         eps = self._hyper("epsilon", self._epsilon, dt)
         one = self._hyper("one", 1.0, dt)
-        lr_t = lr * _sqrt(one - b2p) / (one - b1p)
+        lr_t = self._lr_t(var)
         m = self.get_slot(var, "m")
         v = self.get_slot(var, "v")
         m_t = assign(m, b1 * m + (one - b1) * grad)
         v_t = assign(v, b2 * v + (one - b2) * (grad * grad))
         return assign_sub(var, lr_t * m_t / (_sqrt(v_t) + eps), read_value=False)
+
+    def _lr_t(self, var):
+        """lr * sqrt(1 - beta2^t) / (1 - beta1^t), built once per apply and dtype."""
+        from jitflow.ops.math import cast
+        dt = var.dtype
+        cache = self.__dict__["_hyper_cache"]
+        lr_t = cache.get(("lr_t", dt))
+        if lr_t is None:
+            b1p, b2p = self._get_beta_accumulators(var.graph)
+            b1p, b2p = cast(b1p.value(), dt), cast(b2p.value(), dt)
+            lr = self._hyper("learning_rate", self._lr, dt)
+            one = self._hyper("one", 1.0, dt)
+            lr_t = cache[("lr_t", dt)] = lr * _sqrt(one - b2p) / (one - b1p)
+        return lr_t
 
     def _finish(self, update_ops: list, name_scope: str):
         graph = update_ops[0].graph if update_ops else None
