@@ -245,6 +245,8 @@ class Executable:
         for t in plan.fetches:
             if t in feeds:
                 self.fetch_src.append((0, feeds.index(t)))
+            elif t in pre_out:
+                self.fetch_src.append((0, len(feeds) + pre_out.index(t)))
             elif t.op.type == "VariableV2":
                 self.fetch_src.append((1, t.op))
             elif seg is not None:

@@ -317,3 +317,12 @@ def test_rank0_values_keep_their_rank_between_reference_steps_and_kernels():
     (g,) = tf.gradients(out, [v], grad_ys=[tf.constant(np.ones((2, 3)))])
     r = both([out, g, tf.reduce_sum(out) * v], {v: 1.5})
     assert isinstance(r[1], np.float64) and r[1] == 6.0
+
+
+def test_fetching_a_random_op_beside_a_kernel():
+    r = tf.random_uniform([3], seed=1)
+    x = tf.placeholder(tf.float32, [3])
+    with tf.Session() as sess:
+        a, b = sess.run([r, x + r], {x: np.ones(3, np.float32)})
+    assert a.shape == (3,) and np.all((a >= 0) & (a < 1))
+    np.testing.assert_allclose(b, a + 1, rtol=1e-6)
