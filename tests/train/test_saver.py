@@ -329,3 +329,40 @@ def test_state_file_round_trip_with_odd_characters(tmp_path):
     state = tf.train.get_checkpoint_state(str(tmp_path))
     assert state.model_checkpoint_path == odd
     assert state.all_model_checkpoint_paths == [odd]
+
+
+def test_keep_checkpoint_every_n_hours_preserves_old_files(tmp_path, monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr(saver_mod.time, "time", lambda: clock[0])
+    w, b = _build()
+    saver = tf.train.Saver(max_to_keep=1, keep_checkpoint_every_n_hours=1.0)
+    paths = {}
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for t in (1000, 2000, 4000, 5000):
+            clock[0] = float(t)
+            paths[t] = saver.save(sess, str(tmp_path / "m"), global_step=t,
+                                  write_meta_graph=False)
+    assert saver.last_checkpoints == [paths[5000]]
+    # 1000 and 2000 fall inside the first hour and are deleted; 4000 is the first one past
+    # the hour mark, so it is kept on disk although it left the max_to_keep window.
+    assert not tf.train.checkpoint_exists(paths[1000])
+    assert not tf.train.checkpoint_exists(paths[2000])
+    assert tf.train.checkpoint_exists(paths[4000])
+
+
+def test_meta_graph_round_trip_into_fresh_graph(tmp_path, backend):
+    x = tf.placeholder(tf.float32, [None, 3], name="x")
+    w, b = _build()
+    y = tf.identity(tf.reduce_sum(x * tf.reduce_sum(w, axis=0)), name="y")
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(tf.assign(w, W + 1))
+        want = sess.run(y, {x: np.ones((2, 3), np.float32)})
+        path = tf.train.Saver().save(sess, str(tmp_path / "m"), global_step=1)
+    with tf.Graph().as_default() as g:
+        saver = tf.train.import_meta_graph(path + ".meta")
+        with tf.Session(graph=g) as sess:
+            saver.restore(sess, path)
+            got = sess.run("y:0", {"x:0": np.ones((2, 3), np.float32)})
+    assert got == pytest.approx(want)
