@@ -310,3 +310,26 @@ def test_export_is_a_callable_module():
     import jitflow.export as module
     assert tf.export is module and callable(tf.export)
     assert tf.export.load is tf.load and tf.export.ExportError is ExportError
+
+
+def test_adam_step_exports_its_slots_and_global_step(tmp_path, backend):
+    x = tf.placeholder(tf.float32, [None, 2], name="x")
+    y = tf.placeholder(tf.float32, [None, 1], name="y")
+    w = tf.Variable(tf.zeros([2, 1]), name="w")
+    b = tf.Variable(0.5, name="b")
+    loss = tf.reduce_mean(tf.square(tf.matmul(x, w) + b - y))
+    gs = tf.train.get_or_create_global_step()
+    train = tf.train.AdamOptimizer(0.1).minimize(loss, global_step=gs)
+    xs, ys = _data(8, seed=3)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        f = tf.load(tf.export(sess, [loss, train], [x, y], str(tmp_path), name="adam"))
+        for _ in range(4):
+            want = sess.run([loss, train], {x: xs, y: ys})[0]
+            np.testing.assert_allclose(f(xs, ys)[0], want, rtol=1e-5)
+        names = [v.op.name for v in tf.global_variables()]
+        values = sess.run([v.op.name + ":0" for v in tf.global_variables()])
+    assert set(f.manifest["updates"]) == set(names)  # weights, slots, powers, global step
+    for n, v in zip(names, values):
+        np.testing.assert_allclose(f.state[n], v, rtol=1e-5, err_msg=n)
+    assert f.state["global_step"] == 4
