@@ -55,13 +55,15 @@ def _act_example(fn, expect, dtypes=("float32", "float64"), domain="nonzero"):
 
 # -- activations ----------------------------------------------------------------------------------
 def _relu_grad(op, g):
-    return [_masked(greater(op.outputs[0], scalar_like(0, g)), g)]
+    # g * (x > 0), as TF's ReluGrad: a nan in g stays nan even where x <= 0
+    x = op.inputs[0]
+    return [g * cast(greater(x, scalar_like(0, x)), g.dtype)]
 
 
 def _relu6_grad(op, g):
     x = op.inputs[0]
     inside = logical_and(greater(x, scalar_like(0, x)), less(x, scalar_like(6, x)))
-    return [_masked(inside, g)]
+    return [g * cast(inside, g.dtype)]
 
 
 def _leaky_grad(op, g):
@@ -71,13 +73,14 @@ def _leaky_grad(op, g):
 
 def _elu_grad(op, g):
     y = op.outputs[0]
-    return [_masked(greater(y, scalar_like(0, y)), g, g * (y + scalar_like(1, y)))]
+    return [_masked(less(y, scalar_like(0, y)), g * (y + scalar_like(1, y)), g)]
 
 
 def _selu_grad(op, g):
     y = op.outputs[0]
-    return [_masked(greater(y, scalar_like(0, y)), g * scalar_like(_SELU_SCALE, g),
-                    g * (y + scalar_like(_SELU_SCALE * _SELU_ALPHA, y)))]
+    return [_masked(less(y, scalar_like(0, y)),
+                    g * (y + scalar_like(_SELU_SCALE * _SELU_ALPHA, y)),
+                    g * scalar_like(_SELU_SCALE, g))]
 
 
 def _softsign_grad(op, g):

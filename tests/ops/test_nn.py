@@ -380,3 +380,18 @@ def test_hinge_and_cosine_losses(backend):
     np.testing.assert_allclose(got_c, np.mean([1 - 0.96, 1.0]), rtol=1e-6)
     with pytest.raises(ValueError):
         tf.losses.cosine_distance(u, v)
+
+
+def test_activation_gradients_at_zero_follow_tf(backend):
+    """At x == 0: relu, relu6 and leaky_relu take the x <= 0 branch, elu and selu the
+    x >= 0 branch (their rules test y < 0); relu's mask multiplies, so nan stays nan."""
+    x = tf.placeholder(tf.float64, [2])
+    outs = [tf.nn.relu(x), tf.nn.relu6(x), tf.nn.leaky_relu(x, 0.3), tf.nn.elu(x),
+            tf.nn.selu(x)]
+    grads = [symbolic_gradients(o, [x], np.ones(2))[0] for o in outs]
+    got = run(grads, {x: [0.0, 0.0]}, backend)
+    want = [0.0, 0.0, 0.3, 1.0, 1.0507009873554805]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, [w, w], rtol=1e-12)
+    (g_nan,) = symbolic_gradients(tf.nn.relu(x), [x], np.array([np.nan, 1.0]))
+    assert np.isnan(run(g_nan, {x: [-1.0, -1.0]}, backend)[0])
