@@ -184,9 +184,6 @@ def _backprop(graph: Graph, ys: list, xs: list, grad_ys: list, stops: list) -> l
     grads: dict = {}  # tensor -> list of contributions, then the summed tensor
     for i, (y, gy) in enumerate(zip(ys, grad_ys)):
         if gy is None:
-            if not _is_float(y):
-                raise TypeError(f"Gradients of {y.dtype.name} tensor {y.name} are not "
-                                "defined: ys must be floating point")
             gy = _ones_like(y, f"grad_ys_{i}")
         else:
             gy = convert_to_tensor(gy, dtype=y.dtype, name=f"grad_ys_{i}")

@@ -191,6 +191,11 @@ def test_integer_input_gets_none(backend):
         np.testing.assert_array_equal(sess.run(gx, {n: [2, 3], x: [1.0, 1.0]}), [2.0, 3.0])
 
 
+def test_integer_y_gives_none_for_float_x():
+    x = tf.placeholder(tf.float32, [2])
+    assert tf.gradients(tf.cast(x, tf.int32) * 2, x) == [None]
+
+
 def test_non_differentiable_op_stops_flow():
     x = tf.placeholder(tf.float32, [2])
     y = tf.cast(tf.greater(x, 0.0), tf.float32)
