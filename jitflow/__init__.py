@@ -22,7 +22,8 @@ from jitflow.session import InteractiveSession, Session, get_default_session  # 
 from jitflow import nn, math, losses, random, linalg, initializers  # noqa: E402,F401
 from jitflow import compat  # noqa: E402,F401
 from jitflow.gradients import (  # noqa: E402,F401
-    AggregationMethod, UnconnectedGradients, gradients, hessians,
+    AggregationMethod, NotDifferentiable, RegisterGradient, UnconnectedGradients, gradients,
+    hessians, no_gradient,
 )
 from jitflow import train  # noqa: E402,F401
 

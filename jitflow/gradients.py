@@ -17,7 +17,49 @@ import numpy as np
 
 from jitflow.graph import Graph, Operation, Tensor, convert_to_tensor, make_op
 
-__all__ = ["gradients", "hessians", "AggregationMethod", "UnconnectedGradients"]
+__all__ = ["gradients", "hessians", "AggregationMethod", "UnconnectedGradients",
+           "RegisterGradient", "NotDifferentiable", "no_gradient"]
+
+# Gradient functions registered by name with `RegisterGradient` (None: not differentiable).
+# An op uses one when its attr `_gradient_op_type` names it (set from
+# `Graph.gradient_override_map` when the op is created) or when its type is registered here.
+_USER_GRADIENTS: dict = {}
+
+
+class RegisterGradient:
+    """Decorator `@tf.RegisterGradient("Name")`: `f(op, *output_grads)` -> input grads."""
+
+    def __init__(self, op_type: str) -> None:
+        if not isinstance(op_type, str):
+            raise TypeError("op_type must be a string")
+        self._op_type = op_type
+
+    def __call__(self, f):
+        if self._op_type in _USER_GRADIENTS:
+            raise KeyError(f"Registering two gradient with name '{self._op_type}'! ")
+        _USER_GRADIENTS[self._op_type] = f
+        return f
+
+
+def NotDifferentiable(op_type: str) -> None:  # noqa: N802  (TF1's name)
+    """Declare that ops of `op_type` pass no gradient to their inputs."""
+    if not isinstance(op_type, str):
+        raise TypeError("op_type must be a string")
+    if op_type in _USER_GRADIENTS:
+        raise KeyError(f"Registering two gradient with name '{op_type}'! ")
+    _USER_GRADIENTS[op_type] = None
+
+
+no_gradient = NotDifferentiable
+
+
+def _grad_fn(op: Operation):
+    """(is differentiable, rule or None) for `op`: user registrations first, then the registry."""
+    for key in (op.attrs.get("_gradient_op_type"), op.type):
+        if key is not None and key in _USER_GRADIENTS:
+            fn = _USER_GRADIENTS[key]
+            return fn is not None, fn
+    return op.op_def.differentiable, op.op_def.grad
 
 
 class UnconnectedGradients:
@@ -222,13 +264,13 @@ def _backprop(graph: Graph, ys: list, xs: list, grad_ys: list, stops: list) -> l
         out_grads = [summed(t) for t in op.outputs]
         if all(g is None for g in out_grads) or op in stop_ops:
             continue
-        op_def = op.op_def
-        if not op_def.differentiable:
+        differentiable, fn = _grad_fn(op)
+        if not differentiable:
             continue
-        if op_def.grad is None:
+        if fn is None:
             raise LookupError(f"No gradient defined for operation '{op.name}' (op type: "
                               f"{op.type})")
-        in_grads = _call_grad(graph, op, out_grads)
+        in_grads = _call_grad(graph, op, fn, out_grads)
         for t, g in zip(op.inputs, in_grads):
             if g is None or not _is_float(t):
                 continue
@@ -248,7 +290,7 @@ def _backprop(graph: Graph, ys: list, xs: list, grad_ys: list, stops: list) -> l
     return out
 
 
-def _call_grad(graph: Graph, op: Operation, out_grads: list) -> list:
+def _call_grad(graph: Graph, op: Operation, fn, out_grads: list) -> list:
     """Run the op's gradient rule in scope `<op name>_grad`; missing float grads are zeros."""
     with graph.name_scope(op.name + "_grad"):
         filled = []
@@ -256,7 +298,7 @@ def _call_grad(graph: Graph, op: Operation, out_grads: list) -> list:
             if g is None and _is_float(t):
                 g = _zeros_like(t)
             filled.append(g)
-        in_grads = op.op_def.grad(op, *filled)
+        in_grads = fn(op, *filled)
     in_grads = list(in_grads) if in_grads is not None else []
     if len(in_grads) != len(op.inputs):
         raise ValueError(f"Num gradients {len(in_grads)} generated for op {op.name} "

@@ -1,6 +1,8 @@
 """tf.gradients: registry-generated finite-difference checks and hand-written cases."""
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -216,6 +218,50 @@ def test_op_without_rule_on_path_raises_lookup_error():
         assert tf.gradients(y + z, z)[0] is not None
     finally:
         del REGISTRY["TestNoGradOp"]
+
+
+def test_register_gradient_for_new_op_type_and_override(backend):
+    grad_mod = importlib.import_module("jitflow.gradients")
+    register("TestSquareNoRule", infer=lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)],
+             ref=lambda op, x: x * x, differentiable=True)
+    try:
+        @tf.RegisterGradient("TestSquareNoRule")
+        def _square_grad(op, g):
+            return [g * 2.0 * op.inputs[0]]
+
+        @tf.RegisterGradient("TestTimesTen")
+        def _times_ten(op, g):
+            return [g * 10.0]
+
+        with pytest.raises(KeyError):
+            tf.RegisterGradient("TestTimesTen")(_times_ten)
+        x = tf.placeholder(tf.float32, [])
+        y = tf.get_default_graph().create_op("TestSquareNoRule", [x]).outputs[0]
+        (g,) = tf.gradients(y, x)
+        ident = tf.identity(x)
+        ident.op.attrs["_gradient_op_type"] = "TestTimesTen"  # what gradient_override_map sets
+        (g10,) = tf.gradients(ident, x)
+        with tf.Session() as sess:
+            assert sess.run(g, {x: 3.0}) == pytest.approx(6.0)
+            assert sess.run(g10, {x: 3.0}) == pytest.approx(10.0)
+    finally:
+        del REGISTRY["TestSquareNoRule"]
+        grad_mod._USER_GRADIENTS.pop("TestSquareNoRule", None)
+        grad_mod._USER_GRADIENTS.pop("TestTimesTen", None)
+
+
+def test_not_differentiable_declaration():
+    grad_mod = importlib.import_module("jitflow.gradients")
+    register("TestNotDiff", infer=lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)],
+             ref=lambda op, x: x, differentiable=True)
+    try:
+        tf.NotDifferentiable("TestNotDiff")
+        x = tf.placeholder(tf.float32, [])
+        y = tf.get_default_graph().create_op("TestNotDiff", [x]).outputs[0]
+        assert tf.gradients(y, x) == [None]
+    finally:
+        del REGISTRY["TestNotDiff"]
+        grad_mod._USER_GRADIENTS.pop("TestNotDiff", None)
 
 
 def test_variable_gradient_flows_through_every_read(backend):
