@@ -66,18 +66,25 @@ def child(peer_name: str, batch: int, dims: tuple) -> dict:
             "first_step_s": t_first - t_built, "total_s": t_first, "rebatch_s": rebatch}
 
 
+def _files(path: str) -> set:
+    return {os.path.join(d, f) for d, _, names in os.walk(path) for f in names}
+
+
 def run_child(peer: str, batch: int, dims: tuple, cache_dir: str, timeout: float = 600) -> dict:
-    """Start one child with its caches in `cache_dir`; returns its figures plus `wall_s`."""
+    """Start one child with its caches in `cache_dir`; returns its figures plus `wall_s` and
+    `new_cache_files` (files the child added to the cache: 0 when everything was a hit)."""
     from benchmarks.harness import Unavailable
 
     env = dict(os.environ, JITFLOW_CACHE_DIR=cache_dir, NUMBA_CACHE_DIR=cache_dir)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)
     cmd = [sys.executable, "-m", "benchmarks.coldstart", "--peer", peer, "--batch", str(batch),
            "--dims", ",".join(map(str, dims))]
+    before = _files(cache_dir)
     t = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=timeout)
     wall = time.perf_counter() - t
+    new_files = len(_files(cache_dir) - before)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(MARK)]
     if proc.returncode != 0 or not lines:
         err = (proc.stderr.strip().splitlines() or ["no output"])[-1]
@@ -86,6 +93,7 @@ def run_child(peer: str, batch: int, dims: tuple, cache_dir: str, timeout: float
     if "unavailable" in out:
         raise Unavailable(out["unavailable"])
     out["wall_s"] = wall
+    out["new_cache_files"] = new_files
     return out
 
 
@@ -109,7 +117,8 @@ def _cold_runner(peer: str, cached: bool, batch: int, dims: tuple, ctx, data):
                         run_child(peer, batch, dims, cache)  # fill the cache
             runs.append(run_child(peer, batch, dims, cache))
         extra = {k: float(np.median([r[k] for r in runs]))
-                 for k in ("import_s", "build_s", "first_step_s", "rebatch_s", "wall_s")}
+                 for k in ("import_s", "build_s", "first_step_s", "rebatch_s", "wall_s",
+                           "new_cache_files")}
         return Timing([r["total_s"] for r in runs], len(runs)), runs[0]["loss"], extra
 
     return Runner(timed=timed)

@@ -273,5 +273,6 @@ def test_cold_start_child_reports_the_first_loss():
 def test_cold_start_child_process_protocol(tmp_path):
     out = coldstart.run_child("numpy", 4, (20, 8, 3), str(tmp_path))
     assert set(out) >= {"loss", "import_s", "build_s", "first_step_s", "total_s", "rebatch_s",
-                        "wall_s"}
+                        "wall_s", "new_cache_files"}
     assert np.isfinite(out["loss"])
+    assert out["new_cache_files"] == 0  # NumPy compiles nothing
