@@ -12,7 +12,7 @@ from benchmarks.harness import Results, format_cell, format_seconds
 from benchmarks.peers import peer_versions
 
 __all__ = ["TARGETS", "Target", "base_peer", "evaluate_targets", "machine_facts",
-           "to_json", "to_markdown", "write_chart"]
+           "target_summary", "to_json", "to_markdown", "write_chart"]
 
 BASES = ("jitflow", "jitflow-interp")
 
@@ -103,6 +103,20 @@ def evaluate_targets(results: Results, targets=TARGETS) -> list:
             row["measured"] = value
             row["status"] = "met" if value <= t.value else "missed"
     return rows
+
+
+def target_summary(results: Results) -> list:
+    """One plain line per target: "target: <text> -> measured 57x: met"."""
+    out = []
+    for row in evaluate_targets(results):
+        if row["measured"] is None:
+            got = f"not measured ({row['why']})"
+        elif row["kind"] == "speedup":
+            got = f"measured {row['measured']:.3g}x: {row['status']}"
+        else:
+            got = f"measured {format_seconds(row['measured'])}: {row['status']}"
+        out.append(f"target: {row['target']} -> {got}")
+    return out
 
 
 def _target_line(row: dict) -> str:

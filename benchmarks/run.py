@@ -67,6 +67,8 @@ def main(argv=None) -> int:
         f.write(report.to_json(results, facts))
     chart = report.write_chart(results, os.path.join(args.out, "latest.png"))
     print(md)
+    for line in report.target_summary(results):
+        print(line, file=sys.stderr)
     print(f"wrote {latest}, latest.json" + (", latest.png" if chart else ""), file=sys.stderr)
     return 0
 

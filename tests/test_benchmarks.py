@@ -259,6 +259,10 @@ def test_targets_are_evaluated_from_ratios_and_seconds():
     md = report.to_markdown(res, _facts())
     assert "| Session.run on the seeds' graph >= 40x TF1 | `seeds/run` | >= 40x | 57x | met |" \
         in md
+    lines = report.target_summary(res)
+    assert "target: Session.run on the seeds' graph >= 40x TF1 -> measured 57x: met" in lines
+    assert any(ln.startswith("target: MLP step batch 64 >= 2x TF1 -> not measured")
+               for ln in lines)
 
 
 # -- the cold-start child ----------------------------------------------------------------------
