@@ -24,10 +24,11 @@ __all__ = [
     "range", "linspace", "lin_space", "one_hot", "eye", "shape", "shape_n", "size", "rank",
     "reshape", "transpose", "expand_dims", "squeeze", "concat", "stack", "pack", "unstack",
     "unpack", "split", "slice", "strided_slice", "gather", "gather_nd", "tile", "pad",
-    "reverse", "reverse_v2", "broadcast_to", "boolean_mask", "newaxis",
+    "reverse", "reverse_v2", "broadcast_to", "boolean_mask", "newaxis", "scatter_nd",
+    "unsorted_segment_sum", "sequence_mask", "meshgrid", "unique", "invert_permutation", "roll",
 ]
 NAMESPACES = {"": [("tuple", "tuple_")],
-              "math": [],
+              "math": ["unsorted_segment_sum", "invert_permutation"],
               "linalg": ["eye"]}
 
 newaxis = None
@@ -2059,3 +2060,275 @@ def boolean_mask(tensor, mask, name: str = "boolean_mask", axis=None) -> Tensor:
         if a < 0 and x.shape.ndims is not None:
             a += x.shape.ndims
         return make_op("BooleanMask", [x, m], {"axis": a}, name=scope).outputs[0]
+
+
+# -- scatter_nd, unsorted_segment_sum ----------------------------------------------------------
+def _scatter_nd_infer(op):
+    indices, updates = op.inputs[:2]
+    if not indices.dtype.is_integer:
+        raise TypeError(f"Value for attr 'Tindices' of {indices.dtype.name} is not in the list "
+                        "of allowed values: int32, int64")
+    out = _shape_of(op, "shape", 2)
+    idd, ud, od = indices.shape.as_tuple(), updates.shape.as_tuple(), out.as_tuple()
+    if None not in (idd, ud, od) and idd[-1] is not None:
+        want = TensorShape(idd[:-1] + od[idd[-1]:])
+        if not want.is_compatible_with(TensorShape(ud)):
+            raise ValueError(f"The shape of updates {_tf_shape(ud)} must be indices.shape[:-1] "
+                             f"+ shape[indices.shape[-1]:] = {_tf_shape(want)} for "
+                             f"'{op.name}' (op: 'ScatterNd')")
+    return [(updates.dtype, out)]
+
+
+def _scatter_nd_ref(op, indices, updates, *dyn):
+    (shape_,) = _args(op, dyn, "shape")
+    out = np.zeros(shape_, dtype=np.asarray(updates).dtype)
+    np.add.at(out, _gather_nd_index(op, out, indices), updates)  # duplicates are summed
+    return out
+
+
+register("ScatterNd", infer=_scatter_nd_infer, ref=_scatter_nd_ref,
+         grad=lambda op, g: [None, gather_nd(g, op.inputs[0])] + [None] * (len(op.inputs) - 2),
+         kind="other",
+         examples=[Example(build=lambda u: scatter_nd([[1], [3], [1]], u, [5, 2]),
+                           inputs=[(3, 2)],
+                           expect=lambda u: np.stack([np.zeros(2), u[0] + u[2], np.zeros(2),
+                                                      u[1], np.zeros(2)]))])
+
+
+def scatter_nd(indices, updates, shape, name: Optional[str] = None) -> Tensor:  # noqa: A002
+    """`tf.scatter_nd`: zeros of `shape` with `updates` added at `indices` (sums duplicates)."""
+    with name_scope(name, "ScatterNd", [indices, updates]) as scope:
+        i = convert_to_tensor(indices, name="indices")
+        u = convert_to_tensor(updates, name="updates")
+        static, dyn = _int_list_arg(shape, "shape")
+        inputs = [i, u] + ([dyn] if dyn is not None else [])
+        return make_op("ScatterNd", inputs, {"shape": static}, name=scope).outputs[0]
+
+
+def _segment_infer(op):
+    data, ids = op.inputs
+    if not ids.dtype.is_integer:
+        raise TypeError(f"segment_ids must be int32 or int64, got {ids.dtype.name}")
+    dd, idd = data.shape.as_tuple(), ids.shape.as_tuple()
+    if dd is None or idd is None:
+        return [(data.dtype, TensorShape(None))]
+    if not TensorShape(dd[:len(idd)]).is_compatible_with(TensorShape(idd)):
+        raise ValueError(f"segment_ids.shape = {_tf_shape(idd)} does not match the leading "
+                         f"dimensions of data.shape = {_tf_shape(dd)}")
+    return [(data.dtype, TensorShape((op.attrs["num_segments"],) + dd[len(idd):]))]
+
+
+def _segment_ref(op, data, ids):
+    data, ids = np.asarray(data), np.asarray(ids)
+    n = op.attrs["num_segments"]
+    if data.shape[:ids.ndim] != ids.shape:
+        raise _err(f"data.shape = {list(data.shape)} does not start with segment_ids.shape = "
+                   f"{list(ids.shape)}", op)
+    out = np.zeros((n,) + data.shape[ids.ndim:], dtype=data.dtype)
+    flat = ids.reshape(-1)
+    if np.any(flat >= n):
+        bad = int(np.argmax(flat >= n))
+        raise _err(f"segment_ids[{bad}] = {int(flat[bad])} is out of range [0, {n})", op)
+    keep = flat >= 0  # negative ids are dropped, as in TF1
+    np.add.at(out, flat[keep], data.reshape((-1,) + data.shape[ids.ndim:])[keep])
+    return out
+
+
+def _segment_grad(op, g):
+    data, ids = op.inputs
+    safe = make_op("SegmentIdsClip", [ids], {"num_segments": op.attrs["num_segments"]})
+    gathered = gather(g, safe.outputs[0])
+    mask = make_op("SegmentIdsMask", [ids, data]).outputs[0]
+    from jitflow.ops.math import multiply
+    return [multiply(gathered, mask), None]
+
+
+register("SegmentIdsClip", infer=lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)],
+         ref=lambda op, ids: np.clip(ids, 0, op.attrs["num_segments"] - 1),
+         differentiable=False, kind="other", doc="Negative segment ids mapped to 0.")
+def _ids_mask_infer(op):
+    ids, data = op.inputs
+    ri, rd = ids.shape.ndims, data.shape.ndims
+    if ri is None or rd is None:
+        return [(data.dtype, TensorShape(None))]
+    return [(data.dtype, TensorShape(ids.shape.as_tuple() + (1,) * (rd - ri)))]
+
+
+def _ids_mask_ref(op, ids, data):
+    keep = np.asarray(ids) >= 0
+    return keep.reshape(keep.shape + (1,) * (np.ndim(data) - keep.ndim)).astype(
+        np.asarray(data).dtype)
+
+
+register("SegmentIdsMask", infer=_ids_mask_infer, ref=_ids_mask_ref, differentiable=False,
+         kind="other",
+         doc="1 where a segment id is kept (>= 0), shaped to broadcast against the data.")
+register("UnsortedSegmentSum", infer=_segment_infer, ref=_segment_ref, grad=_segment_grad,
+         kind="other",
+         examples=[Example(build=lambda d, i: unsorted_segment_sum(d, i, 4),
+                           inputs=[(5, 2), (5,)], dtypes=(("float32", "int32"),),
+                           domain="index", index_max=4,
+                           expect=lambda d, i: np.stack([d[i == k].sum(0)
+                                                         for k in builtins.range(4)]))])
+
+
+def unsorted_segment_sum(data, segment_ids, num_segments, name: Optional[str] = None) -> Tensor:
+    """`tf.unsorted_segment_sum`: out[k] = sum of data rows whose segment id is k (negative
+    ids are dropped)."""
+    static, dyn = _int_list_arg(num_segments, "num_segments")
+    if dyn is not None:
+        raise TypeError("unsorted_segment_sum: num_segments must be known at build time")
+    with name_scope(name, "UnsortedSegmentSum", [data, segment_ids]) as scope:
+        d = convert_to_tensor(data, name="data")
+        i = convert_to_tensor(segment_ids, name="segment_ids")
+        return make_op("UnsortedSegmentSum", [d, i], {"num_segments": static[0]},
+                       name=scope).outputs[0]
+
+
+# -- sequence_mask, meshgrid, unique, invert_permutation, roll ---------------------------------
+def _sequence_mask_infer(op):
+    lengths = op.inputs[0]
+    if not lengths.dtype.is_integer:
+        raise TypeError(f"lengths must be integers, got {lengths.dtype.name}")
+    dims = lengths.shape.as_tuple()
+    if dims is None:
+        return [(op.attrs["dtype"], TensorShape(None))]
+    return [(op.attrs["dtype"], TensorShape(dims + (op.attrs["maxlen"],)))]
+
+
+def _sequence_mask_ref(op, lengths):
+    lengths = np.asarray(lengths)
+    n = op.attrs["maxlen"]
+    if n is None:
+        n = int(lengths.max()) if lengths.size else 0
+    mask = np.arange(n) < lengths[..., None]
+    return mask.astype(op.attrs["dtype"].as_numpy_dtype)
+
+
+register("SequenceMask", infer=_sequence_mask_infer, ref=_sequence_mask_ref,
+         differentiable=False, kind="other",
+         examples=[Example(build=lambda n: sequence_mask(n, 4, dtype=_dtypes.float32),
+                           inputs=[(3,)], dtypes=("int32",), domain="index", index_max=5,
+                           expect=lambda n: (np.arange(4) < n[:, None]).astype(float))])
+
+
+def sequence_mask(lengths, maxlen=None, dtype=_dtypes.bool_, name: Optional[str] = None):
+    """`tf.sequence_mask`: mask[..., j] = j < lengths[...]; maxlen defaults to max(lengths)."""
+    if maxlen is not None:
+        static, dyn = _int_list_arg(maxlen, "maxlen")
+        if dyn is not None:
+            raise TypeError("sequence_mask: maxlen must be known at build time")
+        maxlen = static[0]
+    with name_scope(name, "SequenceMask", [lengths]) as scope:
+        x = convert_to_tensor(lengths, name="lengths")
+        return make_op("SequenceMask", [x], {"maxlen": maxlen,
+                                             "dtype": _dtypes.as_dtype(dtype)},
+                       name=scope).outputs[0]
+
+
+def meshgrid(*args, **kwargs) -> list:
+    """`tf.meshgrid(*args, indexing="xy", name="meshgrid")`: N-D coordinate grids."""
+    indexing = kwargs.pop("indexing", "xy")
+    name = kwargs.pop("name", "meshgrid")
+    if kwargs:
+        raise TypeError(f"Invalid keyword arguments: {sorted(kwargs)}")
+    if indexing not in ("xy", "ij"):
+        raise ValueError("indexing parameter must be either 'xy' or 'ij'")
+    with name_scope(name, "meshgrid", list(args)):
+        xs = [reshape(convert_to_tensor(a), [-1]) for a in args]
+        n = len(xs)
+        order = list(builtins.range(n))
+        if indexing == "xy" and n > 1:
+            order[0], order[1] = 1, 0
+        dims = [xs[k].shape[0].value for k in order]
+        if all(d is not None for d in dims):
+            full = dims
+        else:
+            full = stack([size(xs[k]) for k in order])
+        outs = []
+        for i, x in enumerate(xs):
+            pos = order.index(i)
+            shp = [1] * n
+            shp[pos] = -1
+            outs.append(broadcast_to(reshape(x, shp), full))
+        return outs
+
+
+def _unique_infer(op):
+    x = op.inputs[0]
+    if x.shape.ndims not in (None, 1):
+        raise ValueError(f"unique expects a 1D vector, got shape {x.shape}")
+    return [(x.dtype, TensorShape([None])), (op.attrs["out_idx"], x.shape)]
+
+
+def _unique_ref(op, x):
+    x = np.asarray(x)
+    _, first, inverse = np.unique(x, return_index=True, return_inverse=True)
+    order = np.argsort(first)          # values in order of first appearance, as TF1
+    rank_of = np.empty_like(order)
+    rank_of[order] = np.arange(order.size)
+    idx_dtype = op.attrs["out_idx"].as_numpy_dtype
+    return x[np.sort(first)], rank_of[inverse.reshape(-1)].astype(idx_dtype)
+
+
+register("Unique", infer=_unique_infer, ref=_unique_ref, differentiable=False, kind="other",
+         examples=[Example(build=lambda x: unique(x)[1], inputs=[(6,)], dtypes=("int32",),
+                           domain="index", index_max=3,
+                           expect=lambda x: np.array([list(dict.fromkeys(x)).index(v)
+                                                      for v in x]))])
+
+
+def unique(x, out_idx=_dtypes.int32, name: Optional[str] = None):
+    """`tf.unique`: (y, idx) with y the distinct values in order of first appearance and
+    x == y[idx]."""
+    import collections
+    t = convert_to_tensor(x)
+    op = make_op("Unique", [t], {"out_idx": _check_out_type(out_idx)}, name=name)
+    return collections.namedtuple("Unique", ["y", "idx"])(*op.outputs)
+
+
+def _invert_perm_ref(op, x):
+    x = np.asarray(x)
+    if sorted(x.tolist()) != list(builtins.range(x.size)):
+        raise _err(f"{x.tolist()} is not a permutation of 0..{x.size - 1}", op)
+    out = np.empty_like(x)
+    out[x] = np.arange(x.size, dtype=x.dtype)
+    return out
+
+
+register("InvertPermutation", infer=lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)],
+         ref=_invert_perm_ref, differentiable=False, kind="other")
+
+
+def invert_permutation(x, name: Optional[str] = None) -> Tensor:
+    """`tf.invert_permutation`: y[x[i]] = i."""
+    return make_op("InvertPermutation", [convert_to_tensor(x)], name=name).outputs[0]
+
+
+def _roll_infer(op):
+    x = op.inputs[0]
+    r = x.shape.ndims
+    if r is not None:
+        for a in op.attrs["axis"]:
+            _norm_axis(a, r)
+    return [(x.dtype, x.shape)]
+
+
+register("Roll", infer=_roll_infer,
+         ref=lambda op, x: np.roll(x, op.attrs["shift"], axis=op.attrs["axis"]),
+         grad=lambda op, g: [roll(g, [-s for s in op.attrs["shift"]], op.attrs["axis"])],
+         kind="other",
+         examples=[Example(build=lambda x: roll(x, [1, -2], [0, 1]), inputs=[(3, 4)],
+                           expect=lambda x: np.roll(x, (1, -2), axis=(0, 1)))])
+
+
+def roll(input, shift, axis, name: Optional[str] = None) -> Tensor:  # noqa: A002
+    """`tf.roll`: shift elements cyclically along the given axes."""
+    x = convert_to_tensor(input)
+    sh, d1 = _int_list_arg(shift, "shift")
+    ax, d2 = _int_list_arg(axis, "axis")
+    if d1 is not None or d2 is not None:
+        raise TypeError("roll: shift and axis must be known at build time")
+    if len(sh) != len(ax):
+        raise ValueError(f"shift and axis must have the same size: {len(sh)} vs {len(ax)}")
+    return make_op("Roll", [x], {"shift": tuple(sh), "axis": tuple(ax)}, name=name).outputs[0]

@@ -221,8 +221,14 @@ def test_reshape_build_time_errors():
 def test_reshape_run_time_error(backend):
     x = tf.placeholder(tf.float32, [None])
     y = tf.reshape(x, [2, 2])
-    with pytest.raises(tf.errors.InvalidArgumentError, match="tensor with 3 values"):
+    with pytest.raises(tf.errors.InvalidArgumentError, match="(?i)reshape"):
         run(y, {x: [1.0, 2.0, 3.0]})
+    # TF1's wording, from the reference implementation
+    with tf.Session(backend="interpreter") as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="Input to reshape is a tensor with 3 values, but the "
+                                 "requested shape has 4"):
+            sess.run(y, {x: [1.0, 2.0, 3.0]})
 
 
 # -- transpose, expand_dims, squeeze ---------------------------------------------------------
@@ -590,3 +596,77 @@ def test_placeholder_with_default(backend):
     np.testing.assert_array_equal(run(p * 2.0, {p: [3.0, 4.0, 5.0]}), [6.0, 8.0, 10.0])
     with pytest.raises(ValueError):
         tf.placeholder_with_default([1.0, 2.0], shape=[3])
+
+
+# -- scatter_nd, segment sums, sequence_mask, meshgrid, unique, invert_permutation, roll ----------
+def test_scatter_nd_sums_duplicates(backend):
+    u = tf.placeholder(tf.float32, [3, 2])
+    s = tf.scatter_nd([[1], [3], [1]], u, [4, 2])
+    assert s.shape.as_list() == [4, 2] and s.op.type == "ScatterNd"
+    v = np.arange(6, dtype=np.float32).reshape(3, 2)
+    want = np.zeros((4, 2), np.float32)
+    want[1] = v[0] + v[2]
+    want[3] = v[1]
+    np.testing.assert_array_equal(run(s, {u: v}), want)
+    with pytest.raises(ValueError):
+        tf.scatter_nd([[1]], tf.zeros([2, 2]), [4, 2])
+    check_grad(lambda t: tf.scatter_nd([[0, 1], [1, 0], [0, 1]], t, [2, 2]), np.arange(3.0))
+
+
+def test_unsorted_segment_sum(backend):
+    d = tf.placeholder(tf.float32, [4, 2])
+    ids = tf.placeholder(tf.int32, [4])
+    s = tf.unsorted_segment_sum(d, ids, 3)
+    assert s.shape.as_list() == [3, 2] and tf.math.unsorted_segment_sum is tf.unsorted_segment_sum
+    v = np.arange(8, dtype=np.float32).reshape(4, 2)
+    out = run(s, {d: v, ids: [2, 0, 2, -1]})
+    np.testing.assert_array_equal(out, [v[1], [0, 0], v[0] + v[2]])  # id -1 is dropped
+    with pytest.raises(tf.errors.InvalidArgumentError, match="out of range"):
+        run(s, {d: v, ids: [0, 3, 0, 0]})
+    check_grad(lambda t: tf.unsorted_segment_sum(t, [1, -1, 1], 2),
+               np.arange(6.0).reshape(3, 2))
+
+
+def test_sequence_mask(backend):
+    n = tf.placeholder(tf.int32, [None])
+    a = tf.sequence_mask(n, 4)
+    b = tf.sequence_mask(n, dtype=tf.float32)
+    assert a.dtype == tf.bool and a.shape.as_list() == [None, 4]
+    va, vb = run([a, b], {n: [1, 3]})
+    np.testing.assert_array_equal(va, [[1, 0, 0, 0], [1, 1, 1, 0]])
+    np.testing.assert_array_equal(vb, [[1, 0, 0], [1, 1, 1]])
+    assert vb.dtype == np.float32
+
+
+def test_meshgrid(backend):
+    x, y = [1, 2, 3], [4, 5]
+    gx, gy = tf.meshgrid(x, y)
+    ix, iy = tf.meshgrid(x, y, indexing="ij")
+    assert gx.shape.as_list() == [2, 3] and ix.shape.as_list() == [3, 2]
+    out = run([gx, gy, ix, iy])
+    for got, want in zip(out, np.meshgrid(x, y) + np.meshgrid(x, y, indexing="ij")):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError):
+        tf.meshgrid(x, y, indexing="zz")
+
+
+def test_unique(backend):
+    x = tf.placeholder(tf.int64, [None])
+    y, idx = tf.unique(x)
+    assert y.shape.as_list() == [None] and idx.dtype == tf.int32
+    v = np.array([7, 3, 7, 1, 3], np.int64)
+    vy, vi = run([y, idx], {x: v})
+    np.testing.assert_array_equal(vy, [7, 3, 1])  # order of first appearance
+    np.testing.assert_array_equal(vy[vi], v)
+    assert vy.dtype == np.int64
+
+
+def test_invert_permutation_and_roll(backend):
+    p = tf.invert_permutation([2, 0, 3, 1])
+    np.testing.assert_array_equal(run(p), np.argsort([2, 0, 3, 1]))
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        run(tf.invert_permutation([0, 0]))
+    v = np.arange(12.0).reshape(3, 4)
+    r = tf.roll(tf.constant(v), [1, -1], [0, 1])
+    np.testing.assert_array_equal(run(r), np.roll(v, (1, -1), axis=(0, 1)))
+    check_grad(lambda t: tf.roll(t, 2, 1), v)
