@@ -407,3 +407,25 @@ def test_initializer_class_passed_to_get_variable(backend):
     with tf.Session() as sess:
         sess.run(v.initializer)
         np.testing.assert_array_equal(sess.run(v), [1.0, 1.0])
+
+
+def test_scatter_update_add_sub(backend):
+    v = tf.Variable(np.zeros((4, 2), np.float32))
+    i = tf.placeholder(tf.int32, [None])
+    up = tf.scatter_update(v, [1, 3], [[1.0, 2.0], [3.0, 4.0]])
+    add = tf.scatter_add(v, i, tf.ones([2, 2]))
+    sub = tf.scatter_sub(v, 0, [5.0, 5.0])
+    assert up.shape.as_list() == [4, 2] and up.op.type == "ScatterUpdate"
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        np.testing.assert_array_equal(sess.run(up), [[0, 0], [1, 2], [0, 0], [3, 4]])
+        np.testing.assert_array_equal(sess.run(add, {i: [1, 1]}),
+                                      [[0, 0], [3, 4], [0, 0], [3, 4]])
+        np.testing.assert_array_equal(sess.run(sub)[0], [-5, -5])
+        with pytest.raises(tf.errors.InvalidArgumentError, match="is not in \\[0, 4\\)"):
+            sess.run(add, {i: [4, 0]})
+        np.testing.assert_array_equal(sess.run(v)[:2], [[-5, -5], [3, 4]])
+    with pytest.raises(ValueError):
+        tf.scatter_update(v, [0], [[1.0, 2.0, 3.0]])
+    with pytest.raises(TypeError):
+        tf.scatter_update(tf.constant([1.0]), [0], [2.0])

@@ -23,7 +23,7 @@ __all__ = [
     "local_variables_initializer", "initialize_local_variables",
     "report_uninitialized_variables", "is_variable_initialized", "assign", "assign_add",
     "assign_sub", "moving_average_variables", "model_variables", "all_variables",
-    "initialize_variables",
+    "initialize_variables", "scatter_update", "scatter_add", "scatter_sub",
 ]
 NAMESPACES = {"initializers": [("global_variables", "global_variables_initializer"),
                                ("local_variables", "local_variables_initializer"),
@@ -89,6 +89,54 @@ def _assign_sub_ref(op, var_op, value, ctx):
 for _t, _r in (("Assign", _assign_ref), ("AssignAdd", _assign_add_ref),
                ("AssignSub", _assign_sub_ref)):
     register(_t, infer=_assign_infer, ref=_r, needs_ctx=True, stateful=True,
+             differentiable=False, kind="state")
+
+
+def _scatter_infer(op):
+    ref, indices, updates = op.inputs
+    if ref.op.type != "VariableV2":
+        raise TypeError(f"'{op.type}' Op requires that input 'ref' be a mutable tensor "
+                        f"(a Variable), got {ref.name}")
+    if not indices.dtype.is_integer:
+        raise TypeError(f"indices must be int32 or int64, got {indices.dtype.name}")
+    if updates.dtype != ref.dtype:
+        raise TypeError(f"Input 'updates' of '{op.type}' Op has type {updates.dtype.name} that "
+                        f"does not match type {ref.dtype.name} of argument 'ref'.")
+    rd, idd, ud = ref.shape.as_tuple(), indices.shape.as_tuple(), updates.shape.as_tuple()
+    if None not in (rd, idd, ud):
+        want = TensorShape(idd + rd[1:])
+        if not want.is_compatible_with(TensorShape(ud)):
+            raise ValueError(f"Shapes must be equal rank: updates {updates.shape} must be "
+                             f"indices.shape + ref.shape[1:] = {want} for '{op.name}' (op: "
+                             f"'{op.type}')")
+    return [(ref.dtype, ref.shape)]
+
+
+def _scatter_ref(kind):
+    def ref(op, var_op, indices, updates, ctx):
+        from jitflow.errors import InvalidArgumentError
+        out = np.array(ctx.read_var(var_op), copy=True)
+        indices = np.asarray(indices)
+        bad = (indices < 0) | (indices >= out.shape[0])
+        if np.any(bad):
+            pos = np.argwhere(bad)[0]
+            raise InvalidArgumentError(
+                None, op, f"indices[{','.join(str(int(p)) for p in pos)}] = "
+                          f"{int(indices[tuple(pos)])} is not in [0, {out.shape[0]})")
+        flat = indices.reshape(-1)
+        upd = np.reshape(updates, (flat.size,) + out.shape[1:])
+        if kind == "update":
+            out[flat] = upd
+        elif kind == "add":
+            np.add.at(out, flat, upd)
+        else:
+            np.subtract.at(out, flat, upd)
+        return ctx.write_var(var_op, out)
+    return ref
+
+
+for _t, _k in (("ScatterUpdate", "update"), ("ScatterAdd", "add"), ("ScatterSub", "sub")):
+    register(_t, infer=_scatter_infer, ref=_scatter_ref(_k), needs_ctx=True, stateful=True,
              differentiable=False, kind="state")
 
 
@@ -331,6 +379,31 @@ def assign_add(ref, value, use_locking=None, name=None, read_value=True):
 
 def assign_sub(ref, value, use_locking=None, name=None, read_value=True):
     return _assign_op("AssignSub", ref, value, name, read_value)
+
+
+def _scatter_op(op_type, ref, indices, updates, name):
+    var_t = ref._variable if isinstance(ref, Variable) else ref
+    if not (isinstance(var_t, Tensor) and var_t.op.type == "VariableV2"):
+        raise TypeError(f"{op_type} requires a Variable, got {ref!r}")
+    with name_scope(name, op_type, [var_t]) as scope:
+        i = convert_to_tensor(indices, name="indices")
+        u = convert_to_tensor(updates, dtype=var_t.dtype, name="updates")
+        return make_op(op_type, [var_t, i, u], name=scope).outputs[0]
+
+
+def scatter_update(ref, indices, updates, use_locking=True, name=None) -> Tensor:
+    """`tf.scatter_update`: ref[indices] = updates; the result is the new value."""
+    return _scatter_op("ScatterUpdate", ref, indices, updates, name)
+
+
+def scatter_add(ref, indices, updates, use_locking=False, name=None) -> Tensor:
+    """`tf.scatter_add`: ref[indices] += updates (duplicate indices add up)."""
+    return _scatter_op("ScatterAdd", ref, indices, updates, name)
+
+
+def scatter_sub(ref, indices, updates, use_locking=False, name=None) -> Tensor:
+    """`tf.scatter_sub`: ref[indices] -= updates (duplicate indices add up)."""
+    return _scatter_op("ScatterSub", ref, indices, updates, name)
 
 
 # -- collections and initializers -------------------------------------------------------------
