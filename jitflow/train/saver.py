@@ -423,7 +423,7 @@ class Saver:
                 raise errors.FailedPreconditionError(
                     None, op, f"Attempting to use uninitialized value {op.name}\n\t "
                               f"[[node {op.name}]]")
-            value = np.ascontiguousarray(value)
+            value = np.asarray(value, order="C")  # (ascontiguousarray makes 0-d arrays 1-d)
             if value.dtype.kind not in "biuf":
                 raise TypeError(f"Cannot checkpoint variable {op.name} of dtype {value.dtype}: "
                                 "only numeric and bool variables are saved")

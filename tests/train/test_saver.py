@@ -70,6 +70,22 @@ def test_restore_into_fresh_graph_by_name(tmp_path, backend):
             np.testing.assert_array_equal(sess.run(b2), B)
 
 
+def test_scalar_and_integer_variables_round_trip(tmp_path, backend):
+    s = tf.Variable(1.5, name="s")
+    n = tf.Variable(np.int64(7), name="n")
+    flag = tf.Variable(True, name="flag")
+    saver = tf.train.Saver()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        path = saver.save(sess, str(tmp_path / "m"))
+    assert dict(tf.train.list_variables(path)) == {"s": [], "n": [], "flag": []}
+    with tf.Session() as sess:
+        saver.restore(sess, path)
+        got = sess.run([s, n, flag])
+    assert got == [1.5, 7, True]
+    assert [type(v) for v in got] == [np.float32, np.int64, np.bool_]
+
+
 def test_global_step_suffix_int_and_tensor(tmp_path, backend):
     w, b = _build()
     gs = tf.train.get_or_create_global_step()
