@@ -286,8 +286,10 @@ def test_default_name_is_made_unique_and_reset_on_reentry():
         c, d = dense(), dense()
     assert (a.name, b.name) == ("net/dense/k:0", "net/dense_1/k:0")
     assert c is a and d is b
-    with pytest.raises(ValueError, match="reuse=True cannot be used without a name_or_scope"):
-        tf.variable_scope(None, default_name="x", reuse=True)
+    for reuse in (True, tf.AUTO_REUSE):
+        with pytest.raises(ValueError, match="reuse=True cannot be used without a "
+                                             "name_or_scope"):
+            tf.variable_scope(None, default_name="x", reuse=reuse)
     with pytest.raises(TypeError):
         tf.variable_scope(None)
 

@@ -282,7 +282,7 @@ class variable_scope:  # noqa: N801  (TF1 spelling)
             raise TypeError("VariableScope: name_or_scope must be a string or VariableScope.")
         if reuse is False:
             reuse = None  # False means "inherit", as in TF1
-        if name_or_scope is None and reuse is True:
+        if name_or_scope is None and reuse:
             raise ValueError("reuse=True cannot be used without a name_or_scope")
         self._name_or_scope = name_or_scope
         self._default_name = default_name
