@@ -9,7 +9,15 @@ from jitflow.train.gradient_descent import GradientDescentOptimizer
 from jitflow.train.learning_rate_decay import (cosine_decay, exponential_decay, inverse_time_decay,
                                                natural_exp_decay, piecewise_constant,
                                                polynomial_decay)
+from jitflow.train.coordinator import Coordinator, LooperThread, start_queue_runners
 from jitflow.train.momentum import MomentumOptimizer
+from jitflow.train.monitored_session import (ChiefSessionCreator, CheckpointSaverHook,
+                                             FinalOpsHook, LoggingTensorHook, MonitoredSession,
+                                             MonitoredTrainingSession, NanLossDuringTrainingError,
+                                             NanTensorHook, Scaffold, SecondOrStepTimer,
+                                             SessionRunArgs, SessionRunContext, SessionRunHook,
+                                             SessionRunValues, SingularMonitoredSession,
+                                             StopAtStepHook)
 from jitflow.train.moving_averages import ExponentialMovingAverage
 from jitflow.train.optimizer import Optimizer
 from jitflow.train.rmsprop import RMSPropOptimizer
@@ -30,5 +38,9 @@ __all__ = [
     "latest_checkpoint", "list_variables", "load_checkpoint", "load_variable",
     "update_checkpoint_state", "global_step", "get_global_step", "create_global_step",
     "get_or_create_global_step", "assert_global_step", "export_meta_graph", "import_meta_graph",
-    "write_graph",
+    "write_graph", "Coordinator", "LooperThread", "start_queue_runners", "ChiefSessionCreator",
+    "CheckpointSaverHook", "FinalOpsHook", "LoggingTensorHook", "MonitoredSession",
+    "MonitoredTrainingSession", "NanLossDuringTrainingError", "NanTensorHook", "Scaffold",
+    "SecondOrStepTimer", "SessionRunArgs", "SessionRunContext", "SessionRunHook",
+    "SessionRunValues", "SingularMonitoredSession", "StopAtStepHook",
 ]
