@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from jitflow.compiler.fuse import (Apply, AssignVar, CopyVar, Kernel, Lit, Load, Loop, MatMul,
-                                   RangeCheck, Reduce, RowOp, Value)
+                                   RangeCheck, Reduce, RowOp, Value, View)
 
 __all__ = ["generate_function", "ERROR_PREFIX"]
 
@@ -29,6 +29,9 @@ def _dim(d) -> str:
         return "1"
     if d[0] == "const":
         return str(d[1])
+    if d[0] in ("prod", "div", "mod"):
+        prod = "(" + " * ".join(_dim(x) for x in d[1]) + ")" if d[1] else "1"
+        return prod if d[0] == "prod" else f"({prod} {'//' if d[0] == 'div' else '%'} {d[2]})"
     kind, slot, axis = d
     return f"{'d' if kind == 'in' else 'e'}{slot}_{axis}"
 
@@ -264,8 +267,12 @@ class _Writer:
     def reduce(self, s: Reduce, depth: int) -> None:
         out, op, how = s.out, s.op, s.how
         rank = len(s.ones)
-        fdt = out.dtype.startswith("float")
-        accdt = ("float64" if fdt else "int64") if how in ("sum", "mean", "prod") else out.dtype
+        arg = how in ("argmax", "argmin")
+        if arg:
+            how = how[3:]
+        fdt = (s.in_dtype if arg else out.dtype).startswith("float")
+        accdt = ("float64" if fdt else "int64") if how in ("sum", "mean", "prod") else (
+            s.in_dtype if arg else out.dtype)
         if how in ("sum", "mean"):
             init = _lit(0, accdt)
         elif how == "prod":
@@ -285,10 +292,18 @@ class _Writer:
                 self.emit(d, f"{acc} = {acc} * {val}", op)
             else:
                 cmp = ">" if how == "max" else "<"
-                self.emit(d, f"if {val} {cmp} {acc} or {val} != {val}:", op)
-                self.emit(d + 1, f"{acc} = {val}", op)
+                if arg:
+                    self.emit(d, f"if {val} {cmp} {acc} or ({val} != {val} and {acc} == {acc}):",
+                              op)
+                    self.emit(d + 1, f"{acc} = {val}", op)
+                    self.emit(d + 1, f"ix = i{red[-1]}" if red else "ix = 0", op)
+                else:
+                    self.emit(d, f"if {val} {cmp} {acc} or {val} != {val}:", op)
+                    self.emit(d + 1, f"{acc} = {val}", op)
 
         def finish(acc: str) -> str:
+            if arg:
+                return f"{_np(out.dtype)}(ix)"
             if how == "mean":
                 return f"{_np(out.dtype)}({acc} / ({cnt}))" if fdt else f"{acc} // ({cnt})"
             return f"{_np(out.dtype)}({acc})"
@@ -303,6 +318,8 @@ class _Writer:
                 self.emit(depth, f"o{out.name} = 0", op)
             idx_k, d2 = self.open_loops(s.dims, s.ones, depth, op, skip=axes)
             self.emit(d2, f"{acc} = {init}", op)
+            if arg:
+                self.emit(d2, "ix = 0", op)
             idx = list(idx_k)
             d3 = d2
             for k in red:
@@ -377,6 +394,9 @@ def generate_function(kernel: Kernel, name: str, vecmath: dict | None = None) ->
             w.copy(s, 1)
         elif isinstance(s, RowOp):
             w.row(s, 1)
+        elif isinstance(s, View):
+            shape = ", ".join(_dim(d) for d in s.out.dims)
+            w.emit(1, f"{s.out.name} = {s.src.name}.reshape(({shape},))", s.op)
         else:  # pragma: no cover
             raise TypeError(s)
     res = []

@@ -184,10 +184,7 @@ def _call(c: _Compiled, ins: list, vars_: list, seg: _Segment):
         msg = str(e)
         if msg.startswith(ERROR_PREFIX):
             _, idx, what = msg.split(":", 2)
-            op = seg.ops[int(idx)]
-            raise errors.InvalidArgumentError(
-                None, op, f"{what}: operands of {op.type} do not match at run time\n\t "
-                f"[[node {op.name} ({op.type})]]") from None
+            raise _CheckFailed(seg.ops[int(idx)], what) from None
         raise
     if counting:
         c.called = True
@@ -197,6 +194,10 @@ def _call(c: _Compiled, ins: list, vars_: list, seg: _Segment):
             else:
                 STATS["compiles"] += 1
     return out
+
+
+class _CheckFailed(Exception):
+    """A kernel's prologue found operands it cannot handle; nothing was written."""
 
 
 def _cache_hits(fn) -> int:
@@ -346,6 +347,13 @@ class Executable:
                 return self._run_driver(feed_values, session)
             except _fuse.Unsupported as e:
                 self._degrade(e)
+            except _CheckFailed as e:
+                # Shapes the kernel was not generated for (or invalid ones): the interpreter
+                # gives the answer, or the error TF1 gives, naming the op.
+                op, what = e.args
+                if self.debug >= 1:
+                    _debug(f"{op.name} ({op.type}): {what}; running this step op by op")
+                return self._run_interpreter(feed_values, session)
 
     def _degrade(self, e: "_fuse.Unsupported") -> None:
         """A segment could not be lowered: run its ops through their references instead."""

@@ -24,7 +24,8 @@ from typing import Optional, Union
 import numpy as np
 
 __all__ = ["VClass", "Value", "Load", "Lit", "Apply", "Loop", "Reduce", "MatMul", "AssignVar",
-           "CopyVar", "Check", "Kernel", "lower", "supported", "class_of"]
+           "CopyVar", "Check", "RowOp", "RangeCheck", "View", "Kernel", "lower", "supported",
+           "class_of"]
 
 Dim = Union[int, tuple]
 
@@ -130,6 +131,7 @@ class Reduce:
     axes: tuple
     how: str
     op: int
+    in_dtype: str = ""
 
 
 @dataclass(eq=False)
@@ -154,6 +156,15 @@ class AssignVar:
 class CopyVar:
     out: Value
     var: Value
+    op: int
+
+
+@dataclass(eq=False)
+class View:
+    """`out` is `src` with other dims (same elements, C order): Reshape/ExpandDims/Squeeze."""
+
+    out: Value
+    src: Value
     op: int
 
 
@@ -234,6 +245,21 @@ def supported(op) -> bool:
         return bool(op.attrs.get("validate_shape", True))
     if t == "BroadcastReduced":
         return op.inputs[1].shape.ndims is not None and op.inputs[0].shape.ndims is not None
+    if t in ("Reshape", "ExpandDims", "Squeeze", "Transpose"):
+        r = op.inputs[0].shape.ndims
+        ro = op.outputs[0].shape.ndims
+        if r is None or ro is None or r == 0 or ro == 0 or len(op.inputs) != 1:
+            return False
+        if t == "Reshape":
+            return op.attrs.get("shape") is not None
+        if t == "Transpose":
+            return op.attrs.get("perm") is not None or r is not None
+        return True
+    if t in ("ArgMax", "ArgMin"):
+        r = op.inputs[0].shape.ndims
+        a = op.attrs.get("axis")
+        return (r is not None and r >= 1 and isinstance(a, (int, np.integer))
+                and a % r == r - 1 and op.inputs[0].dtype.name != "bool")
     if t in ("Softmax", "LogSoftmax", "SoftmaxCrossEntropyWithLogits"):
         r = op.inputs[0].shape.ndims
         return (r is not None and r >= 1 and op.attrs.get("axis") in (r - 1, -1)
@@ -410,7 +436,7 @@ class Lowerer:
                 inf = self._materialize(t, inf, end)
             if inf is None and t.op.type == "VariableV2":
                 raise _Unsupported("variable fetched from a kernel")
-            if isinstance(inf, Value) and (inf.kind == "var"
+            if isinstance(inf, Value) and (inf.kind == "var" or getattr(inf, "view", False)
                                            or inf.rank > 0 and id(inf) in seen):
                 c = self._buf(inf.dtype, inf.ones, inf.dims)
                 self.stmts.append(CopyVar(c, inf, end))
@@ -460,6 +486,12 @@ class Lowerer:
             return self._lower_assign(op, pos)
         if t == "BroadcastReduced":
             return self._lower_broadcast_reduced(op, pos)
+        if t in ("Reshape", "ExpandDims", "Squeeze"):
+            return self._lower_view(op, pos)
+        if t == "Transpose":
+            return self._lower_transpose(op, pos)
+        if t in ("ArgMax", "ArgMin"):
+            return self._lower_reduce(op, pos, t.lower(), (op.attrs["axis"],), False)
         if t in _ROW_HOW:
             return self._lower_row(op, pos)
         raise _Unsupported(t)
@@ -487,6 +519,74 @@ class Lowerer:
             return
         p = Pending(Load(gv, amap), gv.dtype, tuple(ones), l_dims, frozenset(), pos)
         self._place(out, p, pos)
+
+    def _lower_view(self, op, pos: int) -> None:
+        src = self._value(op.inputs[0], pos)
+        if isinstance(src, Lit) or src.rank == 0:
+            raise _Unsupported("view of a scalar")
+        if src.kind == "var":
+            c = self._buf(src.dtype, src.ones, src.dims)
+            self.stmts.append(CopyVar(c, src, pos))
+            src = c
+        r = src.rank
+        if op.type == "ExpandDims":
+            a = op.attrs["axis"]
+            a = a if a >= 0 else a + r + 1
+            ones = src.ones[:a] + (True,) + src.ones[a:]
+            dims = src.dims[:a] + (1,) + src.dims[a:]
+        elif op.type == "Squeeze":
+            axes = op.attrs["squeeze_dims"]
+            if not axes:
+                axes = [k for k in range(r) if src.ones[k]]
+            axes = {a % r for a in axes}
+            if any(not src.ones[a] for a in axes):
+                raise _Unsupported("squeeze of a dimension that is not 1")
+            ones = tuple(o for k, o in enumerate(src.ones) if k not in axes)
+            dims = tuple(d for k, d in enumerate(src.dims) if k not in axes)
+        else:
+            want = [int(d) for d in op.attrs["shape"]]
+            known = 1
+            for d in want:
+                if d != -1:
+                    known *= d
+            if want.count(-1) > 1 or known == 0 and -1 in want:
+                raise _Unsupported("reshape target")
+            if -1 in want:
+                self.checks.append(Check(("mod", src.dims, known), ("const", 0), pos,
+                                         "Input to reshape has a size that does not divide"))
+                dims = tuple(("div", src.dims, known) if d == -1 else (1 if d == 1 else
+                                                                       ("const", d))
+                             for d in want)
+            else:
+                self.checks.append(Check(("prod", src.dims), ("const", known), pos,
+                                         "Input to reshape has the wrong number of values"))
+                dims = tuple(1 if d == 1 else ("const", d) for d in want)
+            ones = tuple(d == 1 for d in want)
+        out = op.outputs[0]
+        if out in self.fed:
+            return
+        v = self._buf(src.dtype, ones, dims)
+        v.view = True
+        self.stmts.append(View(v, src, pos))
+        self.info[out] = v
+
+    def _lower_transpose(self, op, pos: int) -> None:
+        src = self._value(op.inputs[0], pos)
+        if isinstance(src, Lit):
+            raise _Unsupported("transpose of a scalar")
+        r = src.rank
+        perm = op.attrs.get("perm")
+        perm = tuple(range(r - 1, -1, -1)) if perm is None else tuple(int(p) % r for p in perm)
+        inv = [0] * r
+        for j, p in enumerate(perm):
+            inv[p] = j
+        ones = tuple(src.ones[p] for p in perm)
+        dims = tuple(src.dims[p] for p in perm)
+        out = op.outputs[0]
+        if out in self.fed:
+            return
+        reads = frozenset([src.var_op]) if src.kind == "var" else frozenset()
+        self._place(out, Pending(Load(src, tuple(inv)), src.dtype, ones, dims, reads, pos), pos)
 
     def _place(self, out, p: Pending, pos: int) -> None:
         """Keep `p` inlinable if its one consumer can take an expression, else store it."""
@@ -591,7 +691,7 @@ class Lowerer:
         if out in self.fed:
             return
         v = self._buf(out.dtype.name, o_ones, o_dims)
-        self.stmts.append(Reduce(v, expr, dims, ones, axes, how, pos))
+        self.stmts.append(Reduce(v, expr, dims, ones, axes, how, pos, dtype))
         self.info[out] = v
 
     def _lower_unbroadcast(self, op, pos: int) -> None:
@@ -685,9 +785,12 @@ def _can_inline_into(op, i: int) -> bool:
     d = op.op_def
     if d.kind == "elementwise" and d.template is not None and supported(op):
         return True
-    if op.type in _REDUCE_HOW and supported(op):
+    if (op.type in _REDUCE_HOW or op.type in ("ArgMax", "ArgMin")) and supported(op):
         return True
-    if op.type in ("Unbroadcast", "BroadcastReduced") and supported(op):
+    if op.type in ("Unbroadcast", "BroadcastReduced", "Reshape", "ExpandDims", "Squeeze",
+                   "Transpose") and supported(op):
+        if op.type in ("Reshape", "ExpandDims", "Squeeze", "Transpose"):
+            return False
         return i == 1 or op.type == "Unbroadcast"
     if op.type in ("Assign", "AssignAdd", "AssignSub") and i == 1 and supported(op):
         return True

@@ -271,9 +271,34 @@ def test_fetch_structures_and_operations():
 
 def test_ops_without_generator_run_in_the_same_plan():
     x = tf.placeholder(tf.float32, [None, 4])
+    y = tf.concat([tf.exp(x), x], axis=0) * 2.0
+    z = tf.reduce_sum(tf.reverse(x * 3.0, [0]), axis=0) + tf.reduce_sum(y)
+    with pytest.warns(RuntimeWarning, match="ConcatV2"):
+        both([y, z], {x: rand(3, 4)})
+
+
+def test_views_transposes_and_argmax_compile_into_the_kernel():
+    x = tf.placeholder(tf.float32, [None, 4])
     y = tf.reshape(tf.exp(x), [-1]) * 2.0
-    z = tf.reduce_sum(tf.transpose(x * 3.0)) + tf.reduce_sum(y)
-    both([y, z], {x: rand(3, 4)})
+    z = tf.reduce_sum(tf.transpose(x * 3.0), axis=1) + tf.reduce_sum(y)
+    e = tf.squeeze(tf.expand_dims(x, 1) + 1.0, [1])
+    am = tf.argmax(x, 1)
+    acc = tf.reduce_mean(tf.cast(tf.equal(am, tf.argmin(-x, axis=1)), tf.float32))
+    fetches = [y, z, e, am, acc, tf.reshape(x, [2, -1])]
+    feed = {x: rand(4, 4)}
+    both(fetches, feed)
+    with tf.Session() as sess:
+        sess.run(fetches, feed)
+        assert all(s.executable.single for s in sess._specs.values())
+
+
+def test_unexpected_runtime_shapes_fall_back_to_the_interpreter_result():
+    """A reshape's -1 dim is assumed not to be 1; when it is, the run is still right."""
+    x = tf.placeholder(tf.float32, [None])
+    m = tf.placeholder(tf.float32, [None, None])
+    y = tf.reshape(x, [-1, 2]) + m
+    both(y, {x: rand(4), m: rand(2, 2)})
+    both(y, {x: rand(2), m: rand(3, 2)})  # reshape gives (1, 2), broadcast against (3, 2)
 
 
 def test_random_ops_share_the_session_rng_with_the_interpreter():
