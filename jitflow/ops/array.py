@@ -26,8 +26,9 @@ __all__ = [
     "unpack", "split", "slice", "strided_slice", "gather", "gather_nd", "tile", "pad",
     "reverse", "reverse_v2", "broadcast_to", "boolean_mask", "newaxis", "scatter_nd",
     "unsorted_segment_sum", "sequence_mask", "meshgrid", "unique", "invert_permutation", "roll",
+    "Print", "check_numerics", "verify_tensor_all_finite",
 ]
-NAMESPACES = {"": [("tuple", "tuple_")],
+NAMESPACES = {"": [("tuple", "tuple_"), ("print", "print_")],
               "math": ["unsorted_segment_sum", "invert_permutation"],
               "linalg": ["eye"]}
 
@@ -2332,3 +2333,101 @@ def roll(input, shift, axis, name: Optional[str] = None) -> Tensor:  # noqa: A00
     if len(sh) != len(ax):
         raise ValueError(f"shift and axis must have the same size: {len(sh)} vs {len(ax)}")
     return make_op("Roll", [x], {"shift": tuple(sh), "axis": tuple(ax)}, name=name).outputs[0]
+
+
+# -- Print, check_numerics ------------------------------------------------------------------------
+def _format_value(v, summarize: int) -> str:
+    v = np.asarray(v)
+    flat = v.reshape(-1)
+    body = " ".join(str(x) for x in flat[:summarize])
+    if flat.size > summarize:
+        body += "..."
+    return f"[{body}]" if v.ndim else body
+
+
+def _print_ref(op, x, *data):
+    import sys
+    msg = op.attrs["message"] + "".join(_format_value(d, op.attrs["summarize"]) for d in data)
+    print(msg, file=sys.stderr)
+    return x
+
+
+register("Print", infer=lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)],
+         ref=_print_ref, grad=lambda op, g: [g] + [None] * (len(op.inputs) - 1),
+         stateful=True, kind="other",
+         doc="Identity on input 0 that writes `message` and the data inputs to stderr.")
+
+
+def Print(input_, data, message=None, first_n=None, summarize=None,  # noqa: N802
+          name: Optional[str] = None) -> Tensor:
+    """`tf.Print`: passes `input_` through and prints `message` and `data` to stderr each time
+    it runs (`first_n` is accepted and ignored)."""
+    x = convert_to_tensor(input_)
+    ds = [convert_to_tensor(d) for d in data]
+    attrs = {"message": message or "", "summarize": 3 if summarize is None else int(summarize)}
+    return make_op("Print", [x] + ds, attrs, name=name).outputs[0]
+
+
+register("PrintV2", infer=lambda op: [], ref=lambda op, *xs: _print_v2(op, xs),
+         stateful=True, differentiable=False, kind="other",
+         doc="Write the inputs (and literal strings) to stderr; produces no output.")
+
+
+def _print_v2(op, xs) -> tuple:
+    import sys
+    parts = [text if i is None else _format_value(xs[i], op.attrs["summarize"])
+             for i, text in op.attrs["template"]]
+    print(op.attrs["sep"].join(parts), end=op.attrs["end"], file=sys.stderr)
+    return ()
+
+
+def print_(*inputs, **kwargs):
+    """`tf.print`: an op that prints its inputs (tensors and Python values) when run."""
+    sep = kwargs.pop("sep", " ")
+    end = kwargs.pop("end", "\n")
+    summarize = kwargs.pop("summarize", 3)
+    name = kwargs.pop("name", None)
+    kwargs.pop("output_stream", None)
+    tensors, template = [], []
+    for v in inputs:
+        if isinstance(v, Tensor) or hasattr(v, "_to_tensor"):
+            template.append((len(tensors), ""))
+            tensors.append(convert_to_tensor(v))
+        else:
+            template.append((None, str(v)))
+    return make_op("PrintV2", tensors, {"template": tuple(template), "sep": sep, "end": end,
+                                        "summarize": int(summarize)}, name=name,
+                   graph=get_default_graph() if not tensors else None)
+
+
+def _check_numerics_ref(op, x):
+    x = np.asarray(x)
+    if not np.all(np.isfinite(x)):
+        kind = "NaN" if np.any(np.isnan(x)) else "Inf"
+        raise _err(f"{op.attrs['message']} : Tensor had {kind} values", op)
+    return x
+
+
+def _check_numerics_infer(op):
+    x = op.inputs[0]
+    if not x.dtype.is_floating:
+        raise TypeError(f"Value for attr 'T' of {x.dtype.name} is not in the list of allowed "
+                        "values: float16, float32, float64")
+    return [(x.dtype, x.shape)]
+
+
+register("CheckNumerics", infer=_check_numerics_infer, ref=_check_numerics_ref,
+         grad=lambda op, g: [g], stateful=True, kind="other",
+         doc="Identity that raises InvalidArgumentError when its input has NaN or Inf.")
+
+
+def check_numerics(tensor, message: str, name: Optional[str] = None) -> Tensor:
+    """`tf.check_numerics`: `tensor`, or InvalidArgumentError at run time if it has NaN/Inf."""
+    x = convert_to_tensor(tensor)
+    return make_op("CheckNumerics", [x], {"message": message}, name=name).outputs[0]
+
+
+def verify_tensor_all_finite(t, msg: str, name: Optional[str] = None) -> Tensor:
+    """`tf.verify_tensor_all_finite`: check_numerics under its TF1 name."""
+    with name_scope(name, "VerifyFinite", [t]) as scope:
+        return check_numerics(t, msg, name=scope)

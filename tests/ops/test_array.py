@@ -670,3 +670,36 @@ def test_invert_permutation_and_roll(backend):
     r = tf.roll(tf.constant(v), [1, -1], [0, 1])
     np.testing.assert_array_equal(run(r), np.roll(v, (1, -1), axis=(0, 1)))
     check_grad(lambda t: tf.roll(t, 2, 1), v)
+
+
+# -- Print, tf.print, check_numerics ---------------------------------------------------------------
+def test_print_passes_input_through_and_writes_stderr(backend, capfd):
+    x = tf.placeholder(tf.float32, [4])
+    y = tf.Print(x, [x, tf.reduce_sum(x)], message="vals: ", summarize=2) * 2.0
+    out = run(y, {x: [1.0, 2.0, 3.0, 4.0]})
+    np.testing.assert_array_equal(out, [2.0, 4.0, 6.0, 8.0])
+    err = capfd.readouterr().err
+    assert "vals: [1.0 2.0...]10.0" in err
+    (g,) = tf.gradients(tf.reduce_sum(y), [x])
+    np.testing.assert_array_equal(run(g, {x: np.zeros(4)}), [2.0] * 4)
+
+
+def test_tf_print_op(backend, capfd):
+    x = tf.constant([3, 4])
+    p = tf.print("total:", tf.reduce_sum(x), "of", x)
+    assert isinstance(p, tf.Operation)
+    assert run(p) is None
+    assert "total: 7 of [3 4]" in capfd.readouterr().err
+
+
+def test_check_numerics(backend):
+    x = tf.placeholder(tf.float32, [2])
+    c = tf.check_numerics(x, "bad input")
+    v = tf.verify_tensor_all_finite(x * 2.0, "bad double")
+    np.testing.assert_array_equal(run(c, {x: [1.0, 2.0]}), [1.0, 2.0])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="bad input : Tensor had NaN"):
+        run(c, {x: [np.nan, 1.0]})
+    with pytest.raises(tf.errors.InvalidArgumentError, match="bad double : Tensor had Inf"):
+        run(v, {x: [np.inf, 1.0]})
+    with pytest.raises(TypeError):
+        tf.check_numerics(tf.constant([1]), "ints")
