@@ -703,3 +703,42 @@ def test_check_numerics(backend):
         run(v, {x: [np.inf, 1.0]})
     with pytest.raises(TypeError):
         tf.check_numerics(tf.constant([1]), "ints")
+
+
+# -- gradients with unknown shapes and second derivatives --------------------------------------
+def test_gradients_with_unknown_shapes(backend):
+    x = tf.placeholder(tf.float64, [None, None])
+    i = tf.placeholder(tf.int32, [])
+    outs = [tf.tile(x, [2, 1]), x[i:, ::-1], tf.slice(x, [0, i], [-1, 1]),
+            tf.reshape(x, [-1]), tf.expand_dims(x, 1)]
+    v = np.arange(6.0).reshape(2, 3)
+    with tf.Session() as sess:
+        for y in outs:
+            w = np.random.default_rng(0).standard_normal(np.shape(sess.run(y, {x: v, i: 1})))
+            (g,) = tf.gradients(tf.reduce_sum(y * w), [x])
+            got = sess.run(g, {x: v, i: 1})
+            want = central_difference(
+                lambda a, y=y, w=w: float(np.sum(sess.run(y, {x: a, i: 1}) * w)), v)
+            np.testing.assert_allclose(got, want, atol=1e-6)
+
+
+@pytest.mark.parametrize("build", [
+    lambda x: tf.tile(x, [2, 2]),
+    lambda x: tf.gather(x, [1, 1, 0]),
+    lambda x: tf.slice(x, [0, 1], [2, 2]),
+    lambda x: x[::-1, 1:],
+    lambda x: tf.pad(x, [[1, 0], [0, 2]]),
+    lambda x: tf.pad(x, [[1, 1], [1, 1]], mode="REFLECT"),
+    lambda x: tf.gather_nd(x, [[0, 1], [1, 2]]),
+], ids=["tile", "gather", "slice", "strided_slice", "pad", "mirror_pad", "gather_nd"])
+def test_second_derivatives(build):
+    """d/dx of <w, d sum(f(x)^3)/dx> matches central differences of the first gradient."""
+    v = np.arange(1.0, 7.0).reshape(2, 3) / 3.0
+    x = tf.placeholder(tf.float64, [2, 3])
+    (g,) = tf.gradients(tf.reduce_sum(build(x) ** 3), [x])
+    w = np.random.default_rng(1).standard_normal((2, 3))
+    (h,) = tf.gradients(tf.reduce_sum(g * w), [x])
+    with tf.Session() as sess:
+        got = sess.run(h, {x: v})
+        want = central_difference(lambda a: float(np.sum(sess.run(g, {x: a}) * w)), v)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
