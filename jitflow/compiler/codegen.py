@@ -17,6 +17,8 @@ from jitflow.compiler.fuse import (Apply, AssignVar, CopyVar, Kernel, Lit, Load,
 __all__ = ["generate_function", "ERROR_PREFIX"]
 
 ERROR_PREFIX = "jitflow:"
+# ops computed by one vectorizable helper rather than their template's composition
+_WHOLE_OP_HELPERS = {"Sigmoid": "sigmoid"}
 _IND = "    "
 
 
@@ -83,7 +85,12 @@ class _Writer:
             return self.load(e.value, idx, flat, e.axes)
         assert isinstance(e, Apply)
         args = [self.expr(a, idx, flat, depth) for a in e.args]
-        text = self.map_functions(e.template.format(*args), e.dtype)
+        whole = _WHOLE_OP_HELPERS.get(self.k.op_types[e.op])
+        helper = self.vecmath.get((whole, e.dtype)) if whole else None
+        if helper is not None and len(args) == 1:
+            text = f"{helper}({args[0]})"
+        else:
+            text = self.map_functions(e.template.format(*args), e.dtype)
         if e.cast:
             text = f"{_np(e.dtype)}({text})"
         self.tmp += 1

@@ -74,7 +74,8 @@ def _vecmath_table() -> tuple:
         hname = helper if isinstance(helper, str) else getattr(helper, "__name__", None)
         if hname:
             names[(fn, dt)] = f"_vm.{hname}"
-    return names, "from jitflow.compiler import vecmath as _vm\n"
+    token = getattr(vecmath, "CACHE_TOKEN", "")
+    return names, f"# vecmath {token}\nfrom jitflow.compiler import vecmath as _vm\n"
 
 
 def module_source(fn_source: str, vm_import: str) -> str:
