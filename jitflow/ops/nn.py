@@ -31,8 +31,9 @@ NAMESPACES = {
            "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
            "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits",
            "l2_loss", "bias_add", "moments", "dropout", "l2_normalize", "xw_plus_b",
-           "batch_normalization", "weighted_cross_entropy_with_logits", "zero_fraction"],
-    "math": ["l2_normalize", "softsign", "softmax", "log_softmax"],
+           "batch_normalization", "weighted_cross_entropy_with_logits", "zero_fraction",
+           "top_k", "in_top_k", "embedding_lookup", "conv2d", "max_pool", "avg_pool"],
+    "math": ["l2_normalize", "softsign", "softmax", "log_softmax", "top_k", "in_top_k"],
 }
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -173,7 +174,7 @@ def softsign(features, name: Optional[str] = None) -> Tensor:
     return _act("Softsign", features, name)
 
 
-# -- softmax and log-softmax ---------------------------------------------------------------------
+# -- softmax and log-softmax ----------------------------------------------------------------------
 def _np_log_softmax(x, axis):
     x = np.asarray(x)
     m = np.max(x, axis=axis, keepdims=True)
@@ -244,7 +245,7 @@ def log_softmax(logits, axis=None, name: Optional[str] = None, dim=None) -> Tens
     return _row_op("LogSoftmax", logits, axis, name, dim)
 
 
-# -- cross entropy -------------------------------------------------------------------------------
+# -- cross entropy --------------------------------------------------------------------------------
 def _xent_infer(op):
     logits, labels = op.inputs
     check_dtype(op, logits, _FLOATS, "features")
@@ -447,7 +448,7 @@ def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None,
         return add(relu_logits - logits * labels, log1p(exp(neg_abs_logits)), name=scope)
 
 
-# -- l2_loss, bias_add -----------------------------------------------------------------------------
+# -- l2_loss, bias_add ----------------------------------------------------------------------------
 def _l2_infer(op):
     x = op.inputs[0]
     check_dtype(op, x, _FLOATS, "t")
@@ -520,7 +521,7 @@ def xw_plus_b(x, weights, biases, name: Optional[str] = None) -> Tensor:
         return bias_add(mm, biases, name=scope)
 
 
-# -- moments, l2_normalize, dropout --------------------------------------------------------------
+# -- moments, l2_normalize, dropout ---------------------------------------------------------------
 def moments(x, axes, shift=None, name: Optional[str] = None, keep_dims=None,
             keepdims=None):
     """`tf.nn.moments`: (mean, variance) of `x` over `axes`."""
@@ -628,3 +629,535 @@ def zero_fraction(value, name: Optional[str] = None) -> Tensor:
         zero = scalar_like(False if value.dtype.is_bool else 0, value)
         is_zero = cast(equal(value, zero), _dtypes.float32)
         return reduce_mean(is_zero, name=scope)
+
+
+# -- top_k, in_top_k, embedding_lookup ------------------------------------------------------------
+def _top_k_infer(op):
+    x = op.inputs[0]
+    check_dtype(op, x, _NUMERIC, "input")
+    k = op.attrs["k"]
+    if x.shape.ndims == 0:
+        raise ValueError(f"Shape must be at least rank 1 but is rank 0 for '{op.name}' "
+                         f"(op: 'TopKV2')")
+    if x.shape.ndims is None:
+        return [(x.dtype, TensorShape(None)), (_dtypes.int32, TensorShape(None))]
+    last = x.shape.as_tuple()[-1]
+    if last is not None and last < k:
+        raise ValueError(f"input must have at least k={k} columns, got {last} for "
+                         f"'{op.name}' (op: 'TopKV2')")
+    shape = TensorShape(x.shape.as_tuple()[:-1] + (k,))
+    return [(x.dtype, shape), (_dtypes.int32, shape)]
+
+
+def _top_k_ref(op, x):
+    x = np.asarray(x)
+    k = op.attrs["k"]
+    if x.shape[-1] < k:
+        raise ValueError(f"input must have at least k={k} columns, got {x.shape[-1]}")
+    key = -x.astype(np.float64) if x.dtype.kind != "f" else -x
+    idx = np.argsort(key, axis=-1, kind="stable")[..., :k]  # ties: the lower index first
+    return np.take_along_axis(x, idx, axis=-1), idx.astype(np.int32)
+
+
+def _top_k_grad(op, g_values, g_indices=None):
+    if g_values is None:
+        return [None]
+    x, idx = op.inputs[0], op.outputs[1]
+    return [make_op("TopKGrad", [g_values, idx, x], name="TopKGrad").outputs[0]]
+
+
+def _top_k_grad_ref(op, g, idx, x):
+    out = np.zeros(np.shape(x), dtype=np.asarray(g).dtype)
+    np.put_along_axis(out, np.asarray(idx, dtype=np.intp), g, axis=-1)
+    return out
+
+
+register("TopKV2", infer=_top_k_infer, ref=_top_k_ref, grad=_top_k_grad, kind="row",
+         doc="The k largest entries of each row (attr k) and their int32 indices; equal "
+             "values keep their order.",
+         examples=[Example(lambda a: top_k(a, 2)[0], [(3, 5)],
+                           lambda a: -np.sort(-a, axis=-1)[:, :2], id="values"),
+                   Example(lambda a: top_k(a, 3)[1], [(2, 6)],
+                           lambda a: np.argsort(-a.astype(np.float64), -1,
+                                                kind="stable")[:, :3],
+                           ("float32", "int32"), grad=False, id="indices")])
+register("TopKGrad", infer=lambda op: [(op.inputs[0].dtype, op.inputs[2].shape)],
+         ref=_top_k_grad_ref, differentiable=False, kind="other",
+         doc="Inputs (g, indices, x): zeros shaped like x with g placed at the indices along "
+             "the last axis (the gradient of TopKV2).",
+         examples=[Example(lambda g, x: make_op("TopKGrad", [g, top_k(x, 2)[1], x]).outputs[0],
+                           [(2, 2), (2, 4)],
+                           lambda g, x: _np_put_top2(g, x), grad=False)])
+
+
+def _np_put_top2(g, x):
+    out = np.zeros(x.shape)
+    for i in range(x.shape[0]):
+        order = sorted(range(x.shape[1]), key=lambda j: (-x[i, j], j))[:2]
+        for slot, j in enumerate(order):
+            out[i, j] = g[i, slot]
+    return out
+
+
+def top_k(input, k: int = 1, sorted: bool = True, name: Optional[str] = None):  # noqa: A002
+    """`tf.nn.top_k`: (values, indices) of the `k` largest entries along the last axis."""
+    if isinstance(k, Tensor):
+        if k.op.type != "Const":
+            raise NotImplementedError("top_k: k must be known when the graph is built")
+        k = int(k.op.attrs["value"])
+    if int(k) < 0:
+        raise ValueError(f"Need k >= 0, got {k}")
+    x = convert_to_tensor(input, name="input")
+    op = make_op("TopKV2", [x], {"k": int(k), "sorted": bool(sorted)}, name=name or "TopKV2")
+    return op.outputs[0], op.outputs[1]
+
+
+def _in_top_k_infer(op):
+    pred, targets = op.inputs
+    check_dtype(op, pred, ("float32",), "predictions")
+    check_dtype(op, targets, ("int32", "int64"), "targets")
+    if pred.shape.ndims not in (None, 2):
+        raise ValueError(f"Shape must be rank 2 but is rank {pred.shape.ndims} for "
+                         f"'{op.name}' (op: 'InTopKV2')")
+    if targets.shape.ndims not in (None, 1):
+        raise ValueError(f"Shape must be rank 1 but is rank {targets.shape.ndims} for "
+                         f"'{op.name}' (op: 'InTopKV2')")
+    batch = pred.shape[0].value if pred.shape.ndims else None
+    shape = TensorShape([batch]).merge_with(targets.shape) if targets.shape.ndims else \
+        TensorShape([batch])
+    return [(_dtypes.bool_, shape)]
+
+
+def _in_top_k_ref(op, pred, targets):
+    pred, targets = np.asarray(pred), np.asarray(targets)
+    n = pred.shape[1]
+    if np.any((targets < 0) | (targets >= n)):
+        raise ValueError(f"targets must be in [0, {n}), got {targets.tolist()}")
+    t = pred[np.arange(len(targets)), targets]
+    better = np.sum(pred > t[:, None], axis=1)
+    return np.isfinite(t) & (better < op.attrs["k"])
+
+
+register("InTopKV2", infer=_in_top_k_infer, ref=_in_top_k_ref, differentiable=False,
+         kind="row", doc="Whether each target's prediction is among the k largest of its row "
+                         "(ties count in its favour; non-finite predictions never are).",
+         examples=[Example(lambda p: in_top_k(p, _IN_TOP_K_TARGETS, 2), [(3, 4)],
+                           lambda p: np.array([p[i, t] >= np.sort(p[i])[-2] for i, t in
+                                               enumerate(_IN_TOP_K_TARGETS)]),
+                           ("float32",), grad=False)])
+_IN_TOP_K_TARGETS = np.array([0, 3, 1], dtype=np.int32)
+
+
+def in_top_k(predictions, targets, k: int, name: Optional[str] = None) -> Tensor:
+    """`tf.nn.in_top_k`: bool per row, true when predictions[i, targets[i]] is among the `k`
+    largest of row i (the usual TF1 accuracy op)."""
+    with name_scope(name, "in_top_k", [predictions, targets]) as scope:
+        p = convert_to_tensor(predictions, name="predictions")
+        t = convert_to_tensor(targets, name="targets")
+        return make_op("InTopKV2", [p, t], {"k": int(k)}, name=scope).outputs[0]
+
+
+def embedding_lookup(params, ids, partition_strategy: str = "mod", name: Optional[str] = None,
+                     validate_indices: bool = True, max_norm=None) -> Tensor:
+    """`tf.nn.embedding_lookup`: rows of `params` at `ids` (one shard; a gather on axis 0),
+    rescaled to l2 norm at most `max_norm` when given."""
+    from jitflow.ops.array import gather
+    if isinstance(params, (list, tuple)):
+        if len(params) != 1:
+            raise NotImplementedError("embedding_lookup supports a single params tensor")
+        params = params[0]
+    with name_scope(name, "embedding_lookup", [params, ids]) as scope:
+        rows = gather(params, ids, name=None if max_norm is not None else scope)
+        if max_norm is None:
+            return rows
+        from jitflow.ops.linalg import clip_by_norm
+        r = rows.shape.ndims
+        if r is None:
+            raise ValueError("embedding_lookup with max_norm needs params of known rank")
+        return clip_by_norm(rows, max_norm, axes=list(range(_ids_rank(ids), r)), name=scope)
+
+
+def _ids_rank(ids) -> int:
+    """The rank of `ids` (a tensor or a Python/NumPy value)."""
+    return ids.shape.ndims if isinstance(ids, Tensor) else np.ndim(ids)
+
+
+# -- convolution and pooling (NHWC) ---------------------------------------------------------------
+def _four(v, what: str) -> tuple:
+    """A TF1 strides/ksize/dilations argument as 4 ints (an int or 2 ints mean H and W)."""
+    v = [int(a) for a in ([v] if isinstance(v, (int, np.integer)) else v)]
+    if len(v) == 1:
+        v = [1, v[0], v[0], 1]
+    elif len(v) == 2:
+        v = [1, v[0], v[1], 1]
+    if len(v) != 4 or v[0] != 1 or v[3] != 1:
+        raise ValueError(f"{what} must be 1, 2 or 4 ints with 1 for the batch and channel "
+                         f"dimensions (NHWC), got {v}")
+    return tuple(v)
+
+
+def _out_size(n, k, stride, dilation, padding):
+    """(output size, padding before) of one spatial dimension, as TF computes them."""
+    if n is None:
+        return None, None
+    ek = (k - 1) * dilation + 1
+    if padding == "SAME":
+        out = -(-n // stride)
+        total = max((out - 1) * stride + ek - n, 0)
+        return out, total // 2
+    return max(-(-(n - ek + 1) // stride), 0), 0
+
+
+def _padding(padding) -> str:
+    p = padding.decode() if isinstance(padding, bytes) else str(padding)
+    if p not in ("SAME", "VALID"):
+        raise ValueError(f"padding must be 'SAME' or 'VALID', got {padding!r}")
+    return p
+
+
+def _window_shape(op, x_shape, kh, kw):
+    """The NHW output dims of a window op with attrs strides, padding, dilations."""
+    _, sh, sw, _ = op.attrs["strides"]
+    _, dh, dw, _ = op.attrs.get("dilations", (1, 1, 1, 1))
+    dims = x_shape.as_tuple() if x_shape.ndims is not None else (None,) * 4
+    oh, _ = _out_size(dims[1], kh, sh, dh, op.attrs["padding"])
+    ow, _ = _out_size(dims[2], kw, sw, dw, op.attrs["padding"])
+    return dims[0], oh, ow
+
+
+def _padded(op, x, kh, kw, value=0.0):
+    """x padded for SAME (with `value`), and the output size."""
+    _, sh, sw, _ = op.attrs["strides"]
+    _, dh, dw, _ = op.attrs.get("dilations", (1, 1, 1, 1))
+    n, h, w, c = x.shape
+    oh, ph = _out_size(h, kh, sh, dh, op.attrs["padding"])
+    ow, pw = _out_size(w, kw, sw, dw, op.attrs["padding"])
+    need_h = (oh - 1) * sh + (kh - 1) * dh + 1 if oh > 0 else 0
+    need_w = (ow - 1) * sw + (kw - 1) * dw + 1 if ow > 0 else 0
+    pad = ((0, 0), (ph, max(need_h - h - ph, 0)), (pw, max(need_w - w - pw, 0)), (0, 0))
+    return np.pad(x, pad, constant_values=value), oh, ow, ph, pw
+
+
+def _taps(op, kh, kw, oh, ow):
+    """For each kernel tap (i, j): the strided slices of the padded input it reads."""
+    _, sh, sw, _ = op.attrs["strides"]
+    _, dh, dw, _ = op.attrs.get("dilations", (1, 1, 1, 1))
+    for i in range(kh):
+        for j in range(kw):
+            yield i, j, (slice(None), slice(i * dh, i * dh + (oh - 1) * sh + 1, sh),
+                         slice(j * dw, j * dw + (ow - 1) * sw + 1, sw), slice(None))
+
+
+def _conv_infer(op):
+    x, f = op.inputs
+    if x.dtype != f.dtype:
+        raise TypeError(f"Input 'filter' of 'Conv2D' Op has type {f.dtype.name} that does not "
+                        f"match type {x.dtype.name} of argument 'input'.")
+    check_dtype(op, x, _FLOATS, "input")
+    for t, what in ((x, "input"), (f, "filter")):
+        if t.shape.ndims not in (None, 4):
+            raise ValueError(f"Shape must be rank 4 but is rank {t.shape.ndims} for "
+                             f"'{op.name}' (op: 'Conv2D') ({what})")
+    fd = f.shape.as_tuple() if f.shape.ndims is not None else (None,) * 4
+    xd = x.shape.as_tuple() if x.shape.ndims is not None else (None,) * 4
+    if xd[3] is not None and fd[2] is not None and xd[3] != fd[2]:
+        raise ValueError(f"Dimensions must be equal, but are {xd[3]} and {fd[2]} for "
+                         f"'{op.name}' (op: 'Conv2D') with input shapes: "
+                         f"{shape_tf_str(x.shape)}, {shape_tf_str(f.shape)}.")
+    if fd[0] is None or fd[1] is None:
+        return [(x.dtype, TensorShape([xd[0], None, None, fd[3]]))]
+    n, oh, ow = _window_shape(op, x.shape, fd[0], fd[1])
+    return [(x.dtype, TensorShape([n, oh, ow, fd[3]]))]
+
+
+def _conv_ref(op, x, f):
+    x, f = np.asarray(x), np.asarray(f)
+    kh, kw = f.shape[:2]
+    xp, oh, ow, _, _ = _padded(op, x, kh, kw)
+    out = np.zeros((x.shape[0], oh, ow, f.shape[3]), dtype=np.result_type(x, f))
+    if oh == 0 or ow == 0:
+        return out
+    for i, j, sl in _taps(op, kh, kw, oh, ow):
+        out += xp[sl] @ f[i, j]
+    return out
+
+
+def _conv_input_grad_ref(op, x, f, g):
+    x, f, g = np.asarray(x), np.asarray(f), np.asarray(g)
+    kh, kw = f.shape[:2]
+    xp, oh, ow, ph, pw = _padded(op, x, kh, kw)
+    dxp = np.zeros_like(xp)
+    for i, j, sl in _taps(op, kh, kw, oh, ow):
+        dxp[sl] += g @ f[i, j].T
+    return dxp[:, ph:ph + x.shape[1], pw:pw + x.shape[2], :]
+
+
+def _conv_filter_grad_ref(op, x, f, g):
+    x, f, g = np.asarray(x), np.asarray(f), np.asarray(g)
+    kh, kw = f.shape[:2]
+    xp, oh, ow, _, _ = _padded(op, x, kh, kw)
+    df = np.zeros_like(f)
+    for i, j, sl in _taps(op, kh, kw, oh, ow):
+        df[i, j] = np.einsum("nhwc,nhwo->co", xp[sl], g)
+    return df
+
+
+def _conv_grad(op, g):
+    x, f = op.inputs
+    attrs = dict(op.attrs)
+    dx = make_op("Conv2DBackpropInput", [x, f, g], attrs, name="Conv2DBackpropInput")
+    df = make_op("Conv2DBackpropFilter", [x, f, g], attrs, name="Conv2DBackpropFilter")
+    return [dx.outputs[0], df.outputs[0]]
+
+
+def _np_conv_direct(x, f, stride, padding):
+    """An independent, loop-by-loop NHWC convolution for the examples."""
+    n, h, w, c = x.shape
+    kh, kw, _, o = f.shape
+    if padding == "SAME":
+        oh, ow = -(-h // stride), -(-w // stride)
+        ph = max((oh - 1) * stride + kh - h, 0) // 2
+        pw = max((ow - 1) * stride + kw - w, 0) // 2
+    else:
+        oh, ow, ph, pw = (h - kh) // stride + 1, (w - kw) // stride + 1, 0, 0
+    out = np.zeros((n, oh, ow, o))
+    for b in range(n):
+        for y in range(oh):
+            for z in range(ow):
+                for i in range(kh):
+                    for j in range(kw):
+                        r, q = y * stride + i - ph, z * stride + j - pw
+                        if 0 <= r < h and 0 <= q < w:
+                            out[b, y, z] += x[b, r, q] @ f[i, j]
+    return out
+
+
+register("Conv2D", infer=_conv_infer, ref=_conv_ref, grad=_conv_grad, kind="other",
+         doc="2-D convolution, NHWC input and HWIO filter; attrs strides, padding, dilations.",
+         examples=[Example(lambda x, f: conv2d(x, f, [1, 1, 1, 1], "SAME"),
+                           [(2, 5, 4, 3), (3, 2, 3, 2)],
+                           lambda x, f: _np_conv_direct(x, f, 1, "SAME"), id="same"),
+                   Example(lambda x, f: conv2d(x, f, [1, 2, 2, 1], "VALID"),
+                           [(1, 5, 6, 2), (2, 3, 2, 3)],
+                           lambda x, f: _np_conv_direct(x, f, 2, "VALID"), id="valid_s2"),
+                   Example(lambda x, f: conv2d(x, f, 2, "SAME"), [(1, 5, 5, 1), (3, 3, 1, 2)],
+                           lambda x, f: _np_conv_direct(x, f, 2, "SAME"), id="same_s2")])
+
+
+def _np_vjp(fn, args, which: int, g):
+    """g^T J for a function linear in args[which], J built column by column from `fn`."""
+    base = [np.asarray(a, dtype=np.float64) for a in args]
+    x = base[which]
+    out = np.zeros(x.shape)
+    for idx in np.ndindex(x.shape):
+        unit = np.zeros(x.shape)
+        unit[idx] = 1.0
+        call = list(base)
+        call[which] = unit
+        out[idx] = np.sum(fn(*call) * g)
+    return out
+
+
+def _conv_backprop_example(which: int, stride: int, padding: str):
+    def build(x, f, g):
+        op_type = "Conv2DBackpropInput" if which == 0 else "Conv2DBackpropFilter"
+        attrs = {"strides": (1, stride, stride, 1), "padding": padding,
+                 "dilations": (1, 1, 1, 1), "data_format": "NHWC"}
+        return make_op(op_type, [x, f, g], attrs).outputs[0]
+    out_hw = (3, 2) if padding == "SAME" else (2, 1)
+    return Example(build, [(1, 5, 4, 2), (2, 3, 2, 3), (1,) + out_hw + (3,)],
+                   lambda x, f, g: _np_vjp(lambda a, b: _np_conv_direct(a, b, stride, padding),
+                                           [x, f], which, g), grad=False,
+                   id=f"{padding.lower()}_s{stride}")
+
+
+for _t, _r, _w in (("Conv2DBackpropInput", _conv_input_grad_ref, 0),
+                   ("Conv2DBackpropFilter", _conv_filter_grad_ref, 1)):
+    register(_t, infer=(lambda op, w=_w: [(op.inputs[0].dtype, op.inputs[w].shape)]), ref=_r,
+             differentiable=False, kind="other",
+             doc="Inputs (input, filter, output gradient): the gradient of Conv2D with respect "
+                 "to " + ("its input." if _w == 0 else "its filter."),
+             examples=[_conv_backprop_example(_w, 2, "SAME"),
+                       _conv_backprop_example(_w, 2, "VALID")])
+
+
+def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu: bool = True,
+           data_format: str = "NHWC", dilations=(1, 1, 1, 1), name: Optional[str] = None,
+           filters=None) -> Tensor:
+    """`tf.nn.conv2d`: NHWC input [batch, h, w, in], filter [kh, kw, in, out] (op `Conv2D`)."""
+    filter = _legacy(filter, filters, "filter", "filters")
+    if filter is None or strides is None or padding is None:
+        raise ValueError("conv2d needs filter, strides and padding")
+    if data_format != "NHWC":
+        raise ValueError(f"data_format {data_format!r} is not supported (only NHWC)")
+    with name_scope(name, "Conv2D", [input, filter]) as scope:
+        x = convert_to_tensor(input, name="input")
+        f = convert_to_tensor(filter, dtype=None if isinstance(filter, Tensor) else x.dtype,
+                              name="filter")
+        attrs = {"strides": _four(strides, "strides"), "padding": _padding(padding),
+                 "dilations": _four(dilations, "dilations"), "data_format": "NHWC"}
+        if attrs["dilations"] != (1, 1, 1, 1) and attrs["strides"] != (1, 1, 1, 1):
+            raise ValueError("conv2d: strides > 1 with dilations > 1 is not supported (as TF)")
+        return make_op("Conv2D", [x, f], attrs, name=scope).outputs[0]
+
+
+def _pool_infer(op):
+    x = op.inputs[0]
+    check_dtype(op, x, _FLOATS, "value")
+    if x.shape.ndims not in (None, 4):
+        raise ValueError(f"Shape must be rank 4 but is rank {x.shape.ndims} for '{op.name}' "
+                         f"(op: '{op.type}')")
+    _, kh, kw, _ = op.attrs["ksize"]
+    n, oh, ow = _window_shape(op, x.shape, kh, kw)
+    c = x.shape.as_tuple()[3] if x.shape.ndims is not None else None
+    return [(x.dtype, TensorShape([n, oh, ow, c]))]
+
+
+def _max_pool_ref(op, x):
+    x = np.asarray(x)
+    _, kh, kw, _ = op.attrs["ksize"]
+    xp, oh, ow, _, _ = _padded(op, x, kh, kw, -np.inf)
+    out = np.full((x.shape[0], oh, ow, x.shape[3]), -np.inf, dtype=x.dtype)
+    for _, _, sl in _taps(op, kh, kw, oh, ow):
+        np.maximum(out, xp[sl], out=out)
+    return out
+
+
+def _max_pool_grad_ref(op, x, y, g):
+    """Each output's gradient goes to the first maximal element of its window."""
+    x, y, g = np.asarray(x), np.asarray(y), np.asarray(g)
+    _, kh, kw, _ = op.attrs["ksize"]
+    xp, oh, ow, ph, pw = _padded(op, x, kh, kw, -np.inf)
+    dxp = np.zeros(xp.shape, dtype=g.dtype)
+    taken = np.zeros(y.shape, dtype=bool)
+    for _, _, sl in _taps(op, kh, kw, oh, ow):
+        hit = (xp[sl] == y) & ~taken
+        dxp[sl] += np.where(hit, g, 0)
+        taken |= hit
+    return dxp[:, ph:ph + x.shape[1], pw:pw + x.shape[2], :]
+
+
+def _avg_counts(op, x_shape, kh, kw):
+    ones = np.ones((1,) + tuple(x_shape[1:3]) + (1,))
+    op_pad, oh, ow, _, _ = _padded(op, ones, kh, kw)
+    cnt = np.zeros((1, oh, ow, 1))
+    for _, _, sl in _taps(op, kh, kw, oh, ow):
+        cnt += op_pad[sl]
+    return cnt
+
+
+def _avg_pool_ref(op, x):
+    """The mean over each window's elements inside the input (padding is not counted)."""
+    x = np.asarray(x)
+    _, kh, kw, _ = op.attrs["ksize"]
+    xp, oh, ow, _, _ = _padded(op, x, kh, kw)
+    total = np.zeros((x.shape[0], oh, ow, x.shape[3]), dtype=np.float64)
+    for _, _, sl in _taps(op, kh, kw, oh, ow):
+        total += xp[sl]
+    return (total / _avg_counts(op, x.shape, kh, kw)).astype(x.dtype)
+
+
+def _avg_pool_grad_ref(op, x, g):
+    x, g = np.asarray(x), np.asarray(g)
+    _, kh, kw, _ = op.attrs["ksize"]
+    xp, oh, ow, ph, pw = _padded(op, x, kh, kw)
+    share = g / _avg_counts(op, x.shape, kh, kw)
+    dxp = np.zeros(xp.shape, dtype=np.float64)
+    for _, _, sl in _taps(op, kh, kw, oh, ow):
+        dxp[sl] += share
+    return dxp[:, ph:ph + x.shape[1], pw:pw + x.shape[2], :].astype(g.dtype)
+
+
+def _np_pool_direct(x, k, stride, padding, reduce):
+    n, h, w, c = x.shape
+    if padding == "SAME":
+        oh, ow = -(-h // stride), -(-w // stride)
+        ph = max((oh - 1) * stride + k - h, 0) // 2
+        pw = max((ow - 1) * stride + k - w, 0) // 2
+    else:
+        oh, ow, ph, pw = (h - k) // stride + 1, (w - k) // stride + 1, 0, 0
+    out = np.zeros((n, oh, ow, c))
+    for y in range(oh):
+        for z in range(ow):
+            r0, q0 = y * stride - ph, z * stride - pw
+            win = x[:, max(r0, 0):r0 + k, max(q0, 0):q0 + k, :]
+            out[:, y, z, :] = reduce(win, axis=(1, 2))
+    return out
+
+
+register("MaxPool", infer=_pool_infer, ref=_max_pool_ref,
+         grad=lambda op, g: [make_op("MaxPoolGrad", [op.inputs[0], op.outputs[0], g],
+                                     dict(op.attrs), name="MaxPoolGrad").outputs[0]],
+         kind="other", doc="Max over windows (attrs ksize, strides, padding), NHWC.",
+         examples=[Example(lambda x: max_pool(x, [1, 2, 2, 1], [1, 2, 2, 1], "VALID"),
+                           [(2, 4, 5, 3)], lambda x: _np_pool_direct(x, 2, 2, "VALID", np.max),
+                           id="valid"),
+                   Example(lambda x: max_pool(x, 3, 2, "SAME"), [(1, 5, 4, 2)],
+                           lambda x: _np_pool_direct(x, 3, 2, "SAME", np.max), id="same")])
+
+
+def _np_max_pool_grad(x, g, k, stride):
+    """VALID max pooling's gradient by looping over windows (first maximum wins)."""
+    out = np.zeros(x.shape)
+    for b in range(x.shape[0]):
+        for c in range(x.shape[3]):
+            for y in range(g.shape[1]):
+                for z in range(g.shape[2]):
+                    win = x[b, y * stride:y * stride + k, z * stride:z * stride + k, c]
+                    i, j = np.unravel_index(np.argmax(win), win.shape)
+                    out[b, y * stride + i, z * stride + j, c] += g[b, y, z, c]
+    return out
+
+
+register("MaxPoolGrad",
+         infer=lambda op: [(op.inputs[2].dtype, op.inputs[0].shape)],
+         ref=_max_pool_grad_ref, differentiable=False, kind="other",
+         doc="Inputs (input, output, output gradient) of MaxPool: the input gradient.",
+         examples=[Example(lambda x, g: make_op("MaxPoolGrad", [x, max_pool(x, 2, 1, "VALID"), g],
+                                                dict(max_pool(x, 2, 1, "VALID").op.attrs)
+                                                ).outputs[0],
+                           [(1, 4, 3, 2), (1, 3, 2, 2)],
+                           lambda x, g: _np_max_pool_grad(x, g, 2, 1), grad=False)])
+register("AvgPool", infer=_pool_infer, ref=_avg_pool_ref,
+         grad=lambda op, g: [make_op("AvgPoolGrad", [op.inputs[0], g], dict(op.attrs),
+                                     name="AvgPoolGrad").outputs[0]],
+         kind="other", doc="Mean over windows, padding excluded (attrs ksize, strides, "
+                           "padding), NHWC.",
+         examples=[Example(lambda x: avg_pool(x, [1, 2, 2, 1], [1, 2, 2, 1], "VALID"),
+                           [(2, 4, 5, 3)], lambda x: _np_pool_direct(x, 2, 2, "VALID", np.mean),
+                           id="valid"),
+                   Example(lambda x: avg_pool(x, 3, 2, "SAME"), [(1, 5, 4, 2)],
+                           lambda x: _np_pool_direct(x, 3, 2, "SAME", np.mean), id="same")])
+register("AvgPoolGrad", infer=lambda op: [(op.inputs[1].dtype, op.inputs[0].shape)],
+         ref=_avg_pool_grad_ref, differentiable=False, kind="other",
+         doc="Inputs (input, output gradient) of AvgPool: the input gradient.",
+         examples=[Example(lambda x, g: make_op("AvgPoolGrad", [x, g], dict(
+                               avg_pool(x, 3, 2, "SAME").op.attrs)).outputs[0],
+                           [(1, 5, 4, 2), (1, 3, 2, 2)],
+                           lambda x, g: _np_vjp(lambda a: _np_pool_direct(a, 3, 2, "SAME",
+                                                                          np.mean), [x], 0, g),
+                           grad=False)])
+
+
+def _pool(op_type, value, ksize, strides, padding, data_format, name, default):
+    if data_format not in ("NHWC", None):
+        raise ValueError(f"data_format {data_format!r} is not supported (only NHWC)")
+    with name_scope(name, default, [value]) as scope:
+        x = convert_to_tensor(value, name="input")
+        attrs = {"ksize": _four(ksize, "ksize"), "strides": _four(strides, "strides"),
+                 "padding": _padding(padding), "data_format": "NHWC"}
+        return make_op(op_type, [x], attrs, name=scope).outputs[0]
+
+
+def max_pool(value, ksize, strides, padding, data_format: str = "NHWC",
+             name: Optional[str] = None, input=None) -> Tensor:
+    """`tf.nn.max_pool`: the maximum over each ksize window (op `MaxPool`)."""
+    value = _legacy(value, input, "value", "input")
+    return _pool("MaxPool", value, ksize, strides, padding, data_format, name, "MaxPool")
+
+
+def avg_pool(value, ksize, strides, padding, data_format: str = "NHWC",
+             name: Optional[str] = None, input=None) -> Tensor:
+    """`tf.nn.avg_pool`: the mean over each ksize window, padding not counted (op `AvgPool`)."""
+    value = _legacy(value, input, "value", "input")
+    return _pool("AvgPool", value, ksize, strides, padding, data_format, name, "AvgPool")

@@ -442,3 +442,21 @@ def test_erf_values_and_gradient(backend):
 
 def test_public_functions_carry_their_tf_names():
     assert tf.exp.__name__ == "exp" and tf.math.is_nan.__name__ == "is_nan"
+
+
+def test_cumsum_and_cumprod(backend):
+    x = tf.placeholder(tf.int32, [2, 3])
+    v = np.int32([[1, 2, 3], [4, 5, 6]])
+    outs = [tf.cumsum(x, 1), tf.cumsum(x, 1, exclusive=True), tf.cumsum(x, 0, reverse=True),
+            tf.cumprod(x, -1, exclusive=True, reverse=True)]
+    got = run(outs, {x: v}, backend)
+    assert got[0].tolist() == [[1, 3, 6], [4, 9, 15]]
+    assert got[1].tolist() == [[0, 1, 3], [0, 4, 9]]
+    assert got[2].tolist() == [[5, 7, 9], [4, 5, 6]]
+    assert got[3].tolist() == [[6, 3, 1], [30, 6, 1]]
+    assert all(g.dtype == np.int32 for g in got)
+    check_gradient(lambda a: tf.cumsum(a, 1, exclusive=True, reverse=True),
+                   [np.random.default_rng(0).standard_normal((2, 3))])
+    check_gradient(lambda a: tf.cumprod(a, 0), [np.array([[1.5, -2.0], [0.5, 3.0]])])
+    with pytest.raises(ValueError):
+        tf.cumsum(x, 2)

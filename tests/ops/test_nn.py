@@ -395,3 +395,106 @@ def test_activation_gradients_at_zero_follow_tf(backend):
         np.testing.assert_allclose(g, [w, w], rtol=1e-12)
     (g_nan,) = symbolic_gradients(tf.nn.relu(x), [x], np.array([np.nan, 1.0]))
     assert np.isnan(run(g_nan, {x: [-1.0, -1.0]}, backend)[0])
+
+
+# -- convolution, pooling, top-k, embeddings ------------------------------------------------------
+def _conv_loops(x, f, stride, padding, dilation=1):
+    """NHWC convolution written out element by element."""
+    n, h, w, _ = x.shape
+    kh, kw, _, o = f.shape
+    ekh, ekw = (kh - 1) * dilation + 1, (kw - 1) * dilation + 1
+    if padding == "SAME":
+        oh, ow = -(-h // stride), -(-w // stride)
+        ph, pw = max((oh - 1) * stride + ekh - h, 0) // 2, max((ow - 1) * stride + ekw - w, 0) // 2
+    else:
+        oh, ow, ph, pw = (h - ekh) // stride + 1, (w - ekw) // stride + 1, 0, 0
+    out = np.zeros((n, oh, ow, o))
+    for y in range(oh):
+        for z in range(ow):
+            for i in range(kh):
+                for j in range(kw):
+                    r, q = y * stride + i * dilation - ph, z * stride + j * dilation - pw
+                    if 0 <= r < h and 0 <= q < w:
+                        out[:, y, z] += x[:, r, q] @ f[i, j]
+    return out
+
+
+def test_conv2d_shapes_values_and_errors(backend):
+    x = tf.placeholder(tf.float32, [None, 6, 5, 2])
+    f = tf.placeholder(tf.float32, [3, 3, 2, 4])
+    same = tf.nn.conv2d(x, f, [1, 2, 2, 1], "SAME")
+    valid = tf.nn.conv2d(x, f, [1, 1, 1, 1], "VALID")
+    dil = tf.nn.conv2d(x, f, [1, 1, 1, 1], "SAME", dilations=[1, 2, 2, 1])
+    assert same.op.type == "Conv2D" and same.shape.as_list() == [None, 3, 3, 4]
+    assert valid.shape.as_list() == [None, 4, 3, 4]
+    xv = _RNG.standard_normal((2, 6, 5, 2)).astype(np.float32)
+    fv = _RNG.standard_normal((3, 3, 2, 4)).astype(np.float32)
+    got = run([same, valid, dil], {x: xv, f: fv}, backend)
+    for g, want in zip(got, [_conv_loops(xv, fv, 2, "SAME"), _conv_loops(xv, fv, 1, "VALID"),
+                             _conv_loops(xv, fv, 1, "SAME", 2)]):
+        np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="Dimensions must be equal"):
+        tf.nn.conv2d(x, tf.placeholder(tf.float32, [3, 3, 3, 4]), [1, 1, 1, 1], "SAME")
+    with pytest.raises(ValueError):
+        tf.nn.conv2d(x, f, [2, 1, 1, 1], "SAME")
+    with pytest.raises(ValueError):
+        tf.nn.conv2d(x, f, [1, 1, 1, 1], "FULL")
+
+
+def test_pooling_values_with_padding(backend):
+    x = tf.placeholder(tf.float32, [1, 3, 3, 1])
+    v = np.arange(9, dtype=np.float32).reshape(1, 3, 3, 1)
+    mx, avg = run([tf.nn.max_pool(x, [1, 2, 2, 1], [1, 2, 2, 1], "SAME"),
+                   tf.nn.avg_pool(x, [1, 2, 2, 1], [1, 2, 2, 1], "SAME")], {x: v}, backend)
+    # windows: rows {0,1} or {2}, cols {0,1} or {2}; padding is neither max nor counted
+    assert mx[0, :, :, 0].tolist() == [[4, 5], [7, 8]]
+    assert avg[0, :, :, 0].tolist() == [[2.0, 3.5], [6.5, 8.0]]
+
+
+def test_max_pool_gradient_goes_to_the_first_maximum(backend):
+    x = tf.placeholder(tf.float64, [1, 2, 2, 1])
+    (g,) = symbolic_gradients(tf.nn.max_pool(x, 2, 2, "VALID"), [x], np.array([[[[3.0]]]]))
+    got = run(g, {x: np.array([[[[1.0], [5.0]], [[5.0], [0.0]]]])}, backend)
+    assert got[0, :, :, 0].tolist() == [[0.0, 3.0], [0.0, 0.0]]
+
+
+WINDOW_GRADS = [
+    ("conv_same", lambda x, f: tf.nn.conv2d(x, f, [1, 2, 1, 1], "SAME"),
+     [_RNG.standard_normal((1, 4, 3, 2)), _RNG.standard_normal((2, 2, 2, 2))]),
+    ("conv_valid_dil", lambda x, f: tf.nn.conv2d(x, f, 1, "VALID", dilations=2),
+     [_RNG.standard_normal((1, 5, 4, 1)), _RNG.standard_normal((2, 2, 1, 2))]),
+    ("max_pool", lambda x: tf.nn.max_pool(x, 2, 1, "SAME"), [_RNG.standard_normal((1, 3, 3, 2))]),
+    ("avg_pool", lambda x: tf.nn.avg_pool(x, 3, 2, "SAME"), [_RNG.standard_normal((1, 4, 3, 1))]),
+    ("top_k", lambda x: tf.nn.top_k(x, 2)[0], [_RNG.standard_normal((2, 4))]),
+]
+
+
+@pytest.mark.parametrize("fn,arrays", [pytest.param(f, a, id=n) for n, f, a in WINDOW_GRADS])
+def test_window_op_gradients(fn, arrays):
+    check_gradient(fn, arrays, rtol=1e-4, atol=1e-7)
+
+
+def test_top_k_and_in_top_k(backend):
+    x = tf.placeholder(tf.float32, [None, 4])
+    v = np.float32([[1, 3, 3, 0], [5, -1, 2, 2]])
+    values, indices = tf.nn.top_k(x, 3)
+    assert values.shape.as_list() == [None, 3] and indices.dtype == tf.int32
+    hit = tf.nn.in_top_k(x, [2, 3], 1)
+    hit2 = tf.nn.in_top_k(x, [3, 3], 2)
+    got_v, got_i, got_h, got_h2 = run([values, indices, hit, hit2], {x: v}, backend)
+    assert got_v.tolist() == [[3, 3, 1], [5, 2, 2]]
+    assert got_i.tolist() == [[1, 2, 0], [0, 2, 3]]
+    assert got_h.tolist() == [True, False]  # a tie with the top counts as in the top 1
+    assert got_h2.tolist() == [False, True]
+    with pytest.raises(ValueError):
+        tf.nn.top_k(tf.placeholder(tf.float32, [2, 2]), 3)
+
+
+def test_embedding_lookup(backend):
+    params = tf.placeholder(tf.float32, [4, 2])
+    pv = np.float32([[0, 0], [3, 4], [1, 0], [0, 2]])
+    rows, clipped = run([tf.nn.embedding_lookup(params, [[1, 3], [0, 1]]),
+                         tf.nn.embedding_lookup([params], [1, 2], max_norm=1.0)],
+                        {params: pv}, backend)
+    np.testing.assert_array_equal(rows, pv[[[1, 3], [0, 1]]])
+    np.testing.assert_allclose(clipped, [[0.6, 0.8], [1.0, 0.0]], rtol=1e-6)
