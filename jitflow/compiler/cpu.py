@@ -491,6 +491,63 @@ class Executable:
         ctx.commit()
         return results
 
+    # -- make_callable --------------------------------------------------------------------------
+    def make_runner(self, session, spec, generic):
+        """A callable for `session.make_callable`: feed checks, one native call, results.
+
+        Anything unusual (uninitialized variables, new shapes, reference steps) goes through
+        `generic(args)`, the session's ordinary path.
+        """
+        if not self.single or self.pre:
+            return None
+        checks = spec.checks
+        n = len(checks)
+        seg = self.steps[0]
+        pos = [spec.feed_pos[i] for i in self.in_pos]
+        state = session._state
+        var_ops = self.var_ops
+        exact = self.exact
+        fetch_src = self.fetch_src
+        fetch_pos = spec.fetch_pos
+        build = spec.mapper.build
+        scalar = np.ndarray
+
+        def runner(*args, **kwargs):
+            if session._closed:
+                raise RuntimeError("Attempted to use a closed Session.")
+            if len(args) != n:
+                raise TypeError(f"callable expects {n} feed values, got {len(args)}")
+            vals = [c(a) for c, a in zip(checks, args)]
+            ins = [vals[i] for i in pos]
+            try:
+                bufs = [state[v] for v in var_ops]
+            except KeyError:
+                return generic(args)
+            key = tuple([a.shape for a in ins] + [b.shape for b in bufs])
+            c = exact.get(key)
+            if c is None or self.extra_vars or not all(a.flags.c_contiguous for a in ins):
+                return generic(args)
+            try:
+                out = _call(c, ins, bufs, seg)
+            except _CheckFailed:
+                return generic(args)
+            conv = c.out_conv
+            res = []
+            for (kind, i), fp in zip(fetch_src, fetch_pos):
+                if fp is not None:
+                    v = vals[fp]
+                elif kind == 2:
+                    f = conv[i]
+                    v = out[i] if f is None else f(out[i])
+                else:
+                    v = np.array(state[i], copy=True)
+                if type(v) is scalar and v.ndim == 0:
+                    v = v[()]
+                res.append(v)
+            return build(res)
+
+        return runner
+
     # -- introspection ------------------------------------------------------------------------
     def sources(self, feed_values, session) -> list:
         """(segment, compiled) for each native segment: in single mode compiled for these

@@ -351,3 +351,22 @@ def test_fetching_a_random_op_beside_a_kernel():
         a, b = sess.run([r, x + r], {x: np.ones(3, np.float32)})
     assert a.shape == (3,) and np.all((a >= 0) & (a < 1))
     np.testing.assert_allclose(b, a + 1, rtol=1e-6)
+
+
+def test_make_callable_trains_in_place_and_handles_new_shapes():
+    x = tf.placeholder(tf.float32, [None])
+    w = tf.Variable(1.0)
+    loss = tf.reduce_mean(tf.square(w * x - 2.0 * x))
+    train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+    with tf.Session() as sess:
+        f = sess.make_callable([train, loss, w, x], [x])
+        with pytest.raises(errors.FailedPreconditionError):
+            f(np.ones(3, np.float32))
+        sess.run(tf.global_variables_initializer())
+        losses = [f(np.ones(n, np.float32))[1] for n in (3, 3, 5, 1)]
+        assert losses == sorted(losses, reverse=True) and losses[0] > losses[-1]
+        _, _, wv, xv = f(np.arange(2, dtype=np.float32))
+        assert isinstance(wv, np.float32) and 1.0 < wv < 2.0
+        np.testing.assert_array_equal(xv, [0, 1])
+        with pytest.raises(TypeError):
+            f()
