@@ -271,7 +271,7 @@ def _backprop(graph: Graph, ys: list, xs: list, grad_ys: list, stops: list) -> l
             raise LookupError(f"No gradient defined for operation '{op.name}' (op type: "
                               f"{op.type})")
         in_grads = _call_grad(graph, op, fn, out_grads)
-        for t, g in zip(op.inputs, in_grads):
+        for index, (t, g) in enumerate(zip(op.inputs, in_grads)):
             if g is None or not _is_float(t):
                 continue
             if t.op in pending or t in x_set:
@@ -279,9 +279,8 @@ def _backprop(graph: Graph, ys: list, xs: list, grad_ys: list, stops: list) -> l
                 if not g.shape.is_compatible_with(t.shape):
                     raise ValueError(
                         f"Incompatible shapes between op input and calculated input gradient. "
-                        f"Forward operation: {op.name}. Input index: {list(op.inputs).index(t)}"
-                        f". Original input shape: {t.shape}. Calculated input gradient shape: "
-                        f"{g.shape}")
+                        f"Forward operation: {op.name}. Input index: {index}. Original input "
+                        f"shape: {t.shape}. Calculated input gradient shape: {g.shape}")
                 grads.setdefault(t, []).append(g)
 
     out = []

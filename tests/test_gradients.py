@@ -27,16 +27,6 @@ def _grad_dtype(ex):
     return tuple("float64" if np.dtype(d).kind == "f" else d for d in specs[0])
 
 
-# Examples whose finite-difference check is known to disagree, each with the reason (reported
-# to the op's owner). Not strict: they start passing as soon as the rule or example is fixed.
-KNOWN_FAILURES: dict = {}
-# The same, for one backend only: (backend, test id) -> reason.
-KNOWN_BACKEND_FAILURES = {
-    ("numba", "Fill-0"): "numba backend: a rank-0 Unbroadcast fetched together with a Fill "
-                         "(which runs through its reference) comes back with shape (1,)",
-}
-
-
 def _grad_params():
     """Examples of differentiable, deterministic ops that have at least one float input."""
     for d in all_op_defs():
@@ -48,10 +38,7 @@ def _grad_params():
             spec = _grad_dtype(ex)
             if spec is None:
                 continue
-            pid = f"{d.type}-{ex.id or i}"
-            marks = [pytest.mark.xfail(reason=KNOWN_FAILURES[pid], strict=False)] \
-                if pid in KNOWN_FAILURES else []
-            yield pytest.param(ex, spec, id=pid, marks=marks)
+            yield pytest.param(ex, spec, id=f"{d.type}-{ex.id or i}")
 
 
 def _float_outputs(out) -> list:
@@ -60,12 +47,8 @@ def _float_outputs(out) -> list:
 
 
 @pytest.mark.parametrize("ex,dtype", list(_grad_params()))
-def test_gradient_matches_finite_differences(ex, dtype, backend, request):
+def test_gradient_matches_finite_differences(ex, dtype, backend):
     """d sum(out * W) / d x from tf.gradients equals central differences (float64)."""
-    pid = request.node.callspec.id.split("-", 1)[1]
-    reason = KNOWN_BACKEND_FAILURES.get((backend, pid))
-    if reason:
-        request.applymarker(pytest.mark.xfail(reason=reason, strict=False))
     arrays = example_inputs(ex, dtype, seed=1)
     phs, out = build_example(ex, arrays)
     outs = _float_outputs(out)
@@ -248,6 +231,19 @@ def test_register_gradient_for_new_op_type_and_override(backend):
         del REGISTRY["TestSquareNoRule"]
         grad_mod._USER_GRADIENTS.pop("TestSquareNoRule", None)
         grad_mod._USER_GRADIENTS.pop("TestTimesTen", None)
+
+
+def test_rule_returning_wrong_shape_raises():
+    register("TestBadShapeGrad", infer=lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)],
+             ref=lambda op, x: x,
+             grad=lambda op, g: [tf.constant(np.ones((5,), np.float32))])
+    try:
+        x = tf.placeholder(tf.float32, [2])
+        y = tf.get_default_graph().create_op("TestBadShapeGrad", [x]).outputs[0]
+        with pytest.raises(ValueError, match=r"Incompatible shapes.*Input index: 0"):
+            tf.gradients(y, x)
+    finally:
+        del REGISTRY["TestBadShapeGrad"]
 
 
 def test_not_differentiable_declaration():
