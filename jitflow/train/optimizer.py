@@ -168,12 +168,32 @@ class Optimizer:
     def _slot_dict(self, slot_name: str) -> dict:
         return self._slots.setdefault(slot_name, {})
 
-    def _get_or_make_slot(self, var, value: float, slot_name: str, op_name: str):
-        """A slot variable `<var op name>/<op_name>` filled with `value`, not trainable."""
+    def _get_or_make_slot(self, var, value, slot_name: str, op_name: str):
+        """A slot variable `<var op name>/<op_name>`, not trainable, starting at `value` (a
+        number filling var's shape, or a Tensor giving the initial value)."""
         named = self._slot_dict(slot_name)
         key = _var_key(var)
         if key not in named:
-            named[key] = _make_slot_variable(var, value, op_name)
+            if isinstance(value, Tensor):
+                named[key] = _make_slot_from_tensor(var, value, op_name)
+            else:
+                named[key] = _make_slot_variable(var, value, op_name)
+        return named[key]
+
+    def _get_or_make_slot_with_initializer(self, var, initializer, shape, dtype,
+                                           slot_name: str, op_name: str):
+        """A slot whose initial value is `initializer(shape, dtype=dtype)`."""
+        named = self._slot_dict(slot_name)
+        key = _var_key(var)
+        if key not in named:
+            from jitflow.dtypes import as_dtype
+            from jitflow.ops.state import Variable
+            from jitflow.shapes import as_shape
+            graph = var.graph
+            dims = as_shape(shape).as_list()
+            with graph.as_default(), graph.name_scope(""), graph.control_dependencies(None):
+                named[key] = Variable(lambda: initializer(dims, dtype=as_dtype(dtype)),
+                                      name=f"{var.op.name}/{op_name}", trainable=False)
         return named[key]
 
     def _zeros_slot(self, var, slot_name: str, op_name: str):
@@ -234,6 +254,14 @@ class Optimizer:
 
     def _reset_hyper(self) -> None:
         self.__dict__["_hyper_cache"] = {}
+
+
+def _make_slot_from_tensor(var, value: Tensor, op_name: str):
+    from jitflow.ops.state import Variable
+    graph = var.graph
+    with graph.as_default(), graph.name_scope(""), graph.control_dependencies(None):
+        return Variable(value, name=f"{var.op.name}/{op_name}", trainable=False,
+                        validate_shape=value.shape.is_fully_defined())
 
 
 def _make_slot_variable(var, value: float, op_name: str):

@@ -427,3 +427,36 @@ def test_exponential_moving_average_variables_to_restore():
     assert mapping["w/ExponentialMovingAverage"] is w
     assert mapping["other"] is other
     assert "w" not in mapping
+
+
+def test_user_optimizer_subclass_with_tensor_and_initializer_slots(backend):
+    """The subclass protocol TF1 optimizers use: _create_slots, _apply_dense, get_slot."""
+
+    class SignDescent(tf.train.Optimizer):
+        def __init__(self, lr):
+            super().__init__(False, "SignDescent")
+            self._lr = lr
+
+        def _create_slots(self, var_list):
+            for v in var_list:
+                self._get_or_make_slot(v, tf.constant(np.full(v.shape.as_list(), 2.0,
+                                                              np.float32)), "scale", self._name)
+                self._get_or_make_slot_with_initializer(
+                    v, tf.ones_initializer(), v.shape, v.dtype, "count", self._name)
+
+        def _apply_dense(self, grad, var):
+            count = tf.assign_add(self.get_slot(var, "count"), tf.ones_like(grad))
+            step = self._lr * self.get_slot(var, "scale") * tf.sign(grad) + count * 0.0
+            return tf.assign_sub(var, step)
+
+    w, b, loss = _model()
+    opt = SignDescent(0.1)
+    train_op = opt.minimize(loss)
+    assert opt.get_slot(w, "scale").name == "w/SignDescent:0"
+    assert opt.get_slot(w, "count").name == "w/SignDescent_1:0"
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(train_op)
+        got_w, count = sess.run([w, opt.get_slot(w, "count")])
+    np.testing.assert_allclose(got_w, W0 - np.float32(0.2) * np.sign(2 * C * W0 + E), rtol=1e-6)
+    np.testing.assert_array_equal(count, np.full(3, 2.0, np.float32))
