@@ -382,3 +382,20 @@ def test_meta_graph_round_trip_into_fresh_graph(tmp_path, backend):
             saver.restore(sess, path)
             got = sess.run("y:0", {"x:0": np.ones((2, 3), np.float32)})
     assert got == pytest.approx(want)
+
+
+def test_relative_save_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    os.mkdir("ckpt")
+    w, b = _build()
+    saver = tf.train.Saver()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        path = saver.save(sess, os.path.join("ckpt", "model"), global_step=3,
+                          write_meta_graph=False)
+    assert path == os.path.join("ckpt", "model-3")
+    assert 'model_checkpoint_path: "model-3"' in (tmp_path / "ckpt" / "checkpoint").read_text()
+    assert tf.train.latest_checkpoint("ckpt") == os.path.join("ckpt", "model-3")
+    with tf.Session() as sess:
+        saver.restore(sess, tf.train.latest_checkpoint("ckpt"))
+        np.testing.assert_array_equal(sess.run(w), W)
