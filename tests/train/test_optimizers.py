@@ -460,3 +460,20 @@ def test_user_optimizer_subclass_with_tensor_and_initializer_slots(backend):
         got_w, count = sess.run([w, opt.get_slot(w, "count")])
     np.testing.assert_allclose(got_w, W0 - np.float32(0.2) * np.sign(2 * C * W0 + E), rtol=1e-6)
     np.testing.assert_array_equal(count, np.full(3, 2.0, np.float32))
+
+
+def test_clip_by_global_norm_between_compute_and_apply(backend):
+    w, b, loss = _model()
+    opt = tf.train.GradientDescentOptimizer(0.1)
+    grads, variables = zip(*opt.compute_gradients(loss))
+    clipped, norm = tf.clip_by_global_norm(list(grads), 1.0)
+    train_op = opt.apply_gradients(zip(clipped, variables))
+    gw, gb = _np_grads(W0, B0)
+    total = np.sqrt(np.sum(gw ** 2) + gb ** 2)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got_norm = sess.run(norm)
+        sess.run(train_op)
+        got_w = sess.run(w)
+    assert got_norm == pytest.approx(total, rel=1e-6)
+    np.testing.assert_allclose(got_w, W0 - np.float32(0.1) * gw / total, rtol=1e-5)
