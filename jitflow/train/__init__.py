@@ -9,6 +9,7 @@ from jitflow.train.gradient_descent import GradientDescentOptimizer
 from jitflow.train.learning_rate_decay import (cosine_decay, exponential_decay, inverse_time_decay,
                                                natural_exp_decay, piecewise_constant,
                                                polynomial_decay)
+from jitflow.train.checkpoint_utils import init_from_checkpoint
 from jitflow.train.coordinator import Coordinator, LooperThread, start_queue_runners
 from jitflow.train.momentum import MomentumOptimizer
 from jitflow.train.monitored_session import (ChiefSessionCreator, CheckpointSaverHook,
@@ -42,5 +43,5 @@ __all__ = [
     "CheckpointSaverHook", "FinalOpsHook", "LoggingTensorHook", "MonitoredSession",
     "MonitoredTrainingSession", "NanLossDuringTrainingError", "NanTensorHook", "Scaffold",
     "SecondOrStepTimer", "SessionRunArgs", "SessionRunContext", "SessionRunHook",
-    "SessionRunValues", "SingularMonitoredSession", "StopAtStepHook",
+    "SessionRunValues", "SingularMonitoredSession", "StopAtStepHook", "init_from_checkpoint",
 ]

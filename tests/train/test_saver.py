@@ -399,3 +399,23 @@ def test_relative_save_path(tmp_path, monkeypatch):
     with tf.Session() as sess:
         saver.restore(sess, tf.train.latest_checkpoint("ckpt"))
         np.testing.assert_array_equal(sess.run(w), W)
+
+
+def test_init_from_checkpoint_scopes_and_names(tmp_path, backend):
+    with tf.Graph().as_default() as g1:
+        w, b = _build()
+        with tf.Session(graph=g1) as sess:
+            sess.run(tf.global_variables_initializer())
+            path = tf.train.Saver().save(sess, str(tmp_path / "m"), write_meta_graph=False)
+    with tf.variable_scope("new"):
+        w2 = tf.Variable(np.zeros((2, 3), np.float32), name="w")
+    b2 = tf.Variable(np.zeros(2), name="bias")
+    untouched = tf.Variable(5.0, name="untouched")
+    tf.train.init_from_checkpoint(path, {"layer/": "new/", "b": b2})
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        np.testing.assert_array_equal(sess.run(w2), W)
+        np.testing.assert_array_equal(sess.run(b2), B)
+        assert sess.run(untouched) == 5.0
+    with pytest.raises(ValueError, match="not found"):
+        tf.train.init_from_checkpoint(path, {"nothere": b2})
