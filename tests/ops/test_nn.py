@@ -498,3 +498,81 @@ def test_embedding_lookup(backend):
                         {params: pv}, backend)
     np.testing.assert_array_equal(rows, pv[[[1, 3], [0, 1]]])
     np.testing.assert_allclose(clipped, [[0.6, 0.8], [1.0, 0.0]], rtol=1e-6)
+
+
+# -- agreement with TensorFlow's own TF1 API -------------------------------------------------------
+_X = np.random.default_rng(11).standard_normal((3, 4)).astype(np.float32)
+_Y = np.random.default_rng(12).standard_normal((3, 4)).astype(np.float32)
+_PROBS = np.abs(_Y) + 0.1
+_PROBS /= _PROBS.sum(axis=1, keepdims=True)
+_IMG = np.random.default_rng(13).standard_normal((2, 5, 4, 3)).astype(np.float32)
+_FILT = np.random.default_rng(14).standard_normal((3, 2, 3, 2)).astype(np.float32)
+
+PARITY = {
+    "ops": lambda t, x, y: [x + y, x - y, x * y, x / y, x // y, x % y, abs(x) ** y, -x,
+                            t.maximum(x, y), t.squared_difference(x, y), t.round(x * 2),
+                            t.clip_by_value(x, -0.5, 0.5), t.where(x > 0, x, y),
+                            t.div_no_nan(x, t.nn.relu(y)), t.erf(x), t.log_sigmoid(x)],
+    "reduce": lambda t, x, y: [t.reduce_sum(x, 1), t.reduce_mean(x, [0], keepdims=True),
+                               t.reduce_logsumexp(x * 100, 1), t.reduce_prod(x),
+                               t.reduce_max(t.round(x), 1), t.math.reduce_std(x, 1),
+                               t.cumsum(x, 1, exclusive=True, reverse=True), t.cumprod(x, 0)],
+    "linalg": lambda t, x, y: [x @ t.transpose(y), t.matmul(x, y, transpose_a=True),
+                               t.tensordot(x, y, [[0], [0]]), t.norm(x), t.norm(x, ord=3, axis=1),
+                               t.clip_by_norm(x, 1.0), t.clip_by_global_norm([x, y], 1.0)[0][1]],
+    "activations": lambda t, x, y: [t.nn.relu(x), t.nn.relu6(x * 10), t.nn.leaky_relu(x),
+                                    t.nn.elu(x), t.nn.selu(x), t.nn.softsign(x),
+                                    t.nn.softplus(x * 50), t.sigmoid(x * 50), t.tanh(x)],
+    "softmax": lambda t, x, y: [t.nn.softmax(x * 1e3), t.nn.log_softmax(x, axis=0),
+                                t.nn.softmax_cross_entropy_with_logits_v2(labels=_PROBS,
+                                                                          logits=x * 1e3),
+                                t.nn.sparse_softmax_cross_entropy_with_logits(
+                                    labels=[0, 3, 1], logits=x * 1e3),
+                                t.nn.sigmoid_cross_entropy_with_logits(labels=_PROBS, logits=x),
+                                t.nn.weighted_cross_entropy_with_logits(
+                                    labels=_PROBS, logits=x, pos_weight=2.0)],
+    "nn": lambda t, x, y: [t.nn.l2_loss(x), t.nn.bias_add(x, y[0]), t.nn.moments(x, [0])[1],
+                           t.nn.l2_normalize(x, 1), t.nn.batch_normalization(x, 0.1, 2.0, 0.5,
+                                                                             1.5, 1e-3),
+                           t.nn.top_k(x, 2)[0]],
+    "losses": lambda t, x, y: [t.losses.mean_squared_error(x, y, weights=[[1.0], [0.0], [2.0]]),
+                               t.losses.absolute_difference(
+                                   x, y, reduction=t.losses.Reduction.MEAN),
+                               t.losses.huber_loss(x, y), t.losses.log_loss(_PROBS, t.sigmoid(y)),
+                               t.losses.softmax_cross_entropy(_PROBS, x, label_smoothing=0.2),
+                               t.losses.sparse_softmax_cross_entropy([1, 0, 2], x),
+                               t.losses.sigmoid_cross_entropy(_PROBS, x, label_smoothing=0.1),
+                               t.losses.hinge_loss(_PROBS > 0.25, x)],
+    "conv": lambda t, x, y: [t.nn.conv2d(t.reshape(t.tile(x, [2, 5]), [2, 5, 4, 3]) * _IMG,
+                                         _FILT, [1, 2, 1, 1], "SAME"),
+                             t.nn.max_pool(_IMG * t.reduce_sum(x), [1, 3, 2, 1], [1, 2, 2, 1],
+                                           "SAME"),
+                             t.nn.avg_pool(_IMG * t.reduce_sum(y), [1, 2, 3, 1], [1, 1, 2, 1],
+                                           "SAME")],
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(PARITY))
+def test_values_and_gradients_agree_with_tensorflow(case):
+    """The same TF1 program gives the same values and gradients in TensorFlow's compat.v1."""
+    tf1 = pytest.importorskip("tensorflow.compat.v1")
+
+    def evaluate(mod):
+        g = mod.Graph()
+        with g.as_default():
+            x = mod.placeholder(mod.float32, [3, 4])
+            y = mod.placeholder(mod.float32, [3, 4])
+            outs = PARITY[case](mod, x, y)
+            total = mod.add_n([mod.reduce_sum(o * (i + 1.0)) for i, o in enumerate(outs)])
+            grads = mod.gradients(total, [x, y])
+            grads = [q for q in grads if q is not None]
+            with mod.Session(graph=g) as sess:
+                return sess.run(outs + grads, {x: _X, y: _Y})
+
+    want = evaluate(tf1)
+    got = evaluate(tf)
+    assert len(got) == len(want)
+    for i, (a, b) in enumerate(zip(got, want)):
+        assert np.shape(a) == np.shape(b), (i, np.shape(a), np.shape(b))
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4, err_msg=f"{case}[{i}]")
