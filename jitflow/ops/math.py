@@ -364,6 +364,22 @@ register("DivNoNan", infer=_binary_rule(_FLOATS), ref=_div_no_nan_ref, grad=_div
                     lambda a, b: np.zeros((2, 3)), grad=False, id="zero")])
 
 
+def _int_divisor_check(y) -> None:
+    y = np.asarray(y)
+    if y.dtype.kind in "iu" and np.any(y == 0):
+        raise ValueError("Integer division by zero")
+
+
+def _floordiv_ref(op, x, y):
+    _int_divisor_check(y)
+    return np.floor_divide(x, y)
+
+
+def _floormod_ref(op, x, y):
+    _int_divisor_check(y)
+    return np.mod(x, y)
+
+
 def _floordiv_template(op):
     if op.outputs[0].dtype.is_integer:
         return "({0} // {1})"
@@ -381,12 +397,13 @@ def _floormod_grad(op, g):
     return [unbroadcast(g, x), unbroadcast(-g * floordiv(x, y), y)]
 
 
-register("FloorDiv", infer=_binary_rule(_NUMERIC), ref=lambda op, x, y: np.floor_divide(x, y),
+register("FloorDiv", infer=_binary_rule(_NUMERIC), ref=_floordiv_ref,
          differentiable=False, kind="elementwise", template=_floordiv_template,
-         doc="Division rounded toward negative infinity (Python's `//`), ints and floats.",
+         doc="Division rounded toward negative infinity (Python's `//`), ints and floats; an "
+             "integer division by zero is an InvalidArgumentError, as in TF.",
          examples=_binary_examples(lambda a, b: a // b, np.floor_divide, domain="nonzero",
                                    grad=False))
-register("FloorMod", infer=_binary_rule(_NUMERIC), ref=lambda op, x, y: np.mod(x, y),
+register("FloorMod", infer=_binary_rule(_NUMERIC), ref=_floormod_ref,
          grad=_floormod_grad, kind="elementwise", template=_floormod_template,
          doc="Remainder with the sign of the divisor (Python's `%`).",
          examples=_binary_examples(lambda a, b: a % b, np.mod, domain="nonzero", grad=False))

@@ -460,3 +460,13 @@ def test_cumsum_and_cumprod(backend):
     check_gradient(lambda a: tf.cumprod(a, 0), [np.array([[1.5, -2.0], [0.5, 3.0]])])
     with pytest.raises(ValueError):
         tf.cumsum(x, 2)
+
+
+def test_integer_division_by_zero_is_a_run_time_error():
+    x = tf.placeholder(tf.int32, [2])
+    for t in (x // tf.constant([1, 0]), x % tf.constant([0, 2])):
+        with pytest.raises(tf.errors.InvalidArgumentError, match="division by zero"):
+            run(t, {x: [3, 4]}, "interpreter")
+    f = tf.placeholder(tf.float32, [2])
+    got = run(f // tf.constant([1.0, 0.0]), {f: [3.0, 4.0]}, "interpreter")
+    assert got.tolist() == [3.0, np.inf]
