@@ -870,36 +870,43 @@ def _conv_infer(op):
     return [(x.dtype, TensorShape([n, oh, ow, fd[3]]))]
 
 
+def _im2col(op, xp, kh, kw, oh, ow):
+    """Patches of the padded input: [n, oh, ow, kh * kw * c], taps in (i, j) order."""
+    cols = np.stack([xp[sl] for _, _, sl in _taps(op, kh, kw, oh, ow)], axis=3)
+    return cols.reshape(cols.shape[:3] + (-1,))
+
+
 def _conv_ref(op, x, f):
     x, f = np.asarray(x), np.asarray(f)
-    kh, kw = f.shape[:2]
+    kh, kw, _, o = f.shape
     xp, oh, ow, _, _ = _padded(op, x, kh, kw)
-    out = np.zeros((x.shape[0], oh, ow, f.shape[3]), dtype=np.result_type(x, f))
     if oh == 0 or ow == 0:
-        return out
-    for i, j, sl in _taps(op, kh, kw, oh, ow):
-        out += xp[sl] @ f[i, j]
-    return out
+        return np.zeros((x.shape[0], oh, ow, o), dtype=np.result_type(x, f))
+    cols = _im2col(op, xp, kh, kw, oh, ow)
+    return (cols.reshape(-1, cols.shape[-1]) @ f.reshape(-1, o)).reshape(cols.shape[:3] + (o,))
 
 
 def _conv_input_grad_ref(op, x, f, g):
     x, f, g = np.asarray(x), np.asarray(f), np.asarray(g)
-    kh, kw = f.shape[:2]
+    kh, kw, c, o = f.shape
     xp, oh, ow, ph, pw = _padded(op, x, kh, kw)
     dxp = np.zeros_like(xp)
-    for i, j, sl in _taps(op, kh, kw, oh, ow):
-        dxp[sl] += g @ f[i, j].T
+    if g.size:
+        dcols = (g.reshape(-1, o) @ f.reshape(-1, o).T).reshape(g.shape[:3] + (kh, kw, c))
+        for i, j, sl in _taps(op, kh, kw, oh, ow):
+            dxp[sl] += dcols[:, :, :, i, j, :]
     return dxp[:, ph:ph + x.shape[1], pw:pw + x.shape[2], :]
 
 
 def _conv_filter_grad_ref(op, x, f, g):
     x, f, g = np.asarray(x), np.asarray(f), np.asarray(g)
-    kh, kw = f.shape[:2]
+    kh, kw, c, o = f.shape
     xp, oh, ow, _, _ = _padded(op, x, kh, kw)
-    df = np.zeros_like(f)
-    for i, j, sl in _taps(op, kh, kw, oh, ow):
-        df[i, j] = np.einsum("nhwc,nhwo->co", xp[sl], g)
-    return df
+    if g.size == 0:
+        return np.zeros_like(f)
+    cols = _im2col(op, xp, kh, kw, oh, ow)
+    df = cols.reshape(-1, cols.shape[-1]).T @ g.reshape(-1, o)
+    return df.reshape(f.shape).astype(f.dtype, copy=False)
 
 
 def _conv_grad(op, g):
