@@ -28,12 +28,14 @@ NAMESPACES = {"math": __all__ + ["reduce_variance", "reduce_std"]}
 
 # -- axis handling -------------------------------------------------------------------------------
 def _static_axis(axis):
-    """A Python value for `axis` (constant tensors are read; other tensors are refused)."""
+    """A Python value for `axis` (tensors known at build time are folded, others refused)."""
     if isinstance(axis, Tensor):
-        if axis.op.type != "Const":
+        from jitflow.ops.array import get_static_value
+        value = get_static_value(axis)
+        if value is None:
             raise NotImplementedError("reduction axes must be known when the graph is built "
                                       f"(got the computed tensor {axis.name})")
-        axis = axis.op.attrs["value"]
+        axis = value
     if isinstance(axis, np.ndarray):
         axis = axis.tolist()
     return axis

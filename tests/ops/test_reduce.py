@@ -176,3 +176,13 @@ def test_prod_gradient_with_zeros(backend):
     (g,) = symbolic_gradients(tf.reduce_prod(x, 1), [x], np.ones(2))
     got = run(g, {x: [[2.0, 0.0, 3.0], [0.0, 0.0, 4.0]]}, backend)
     np.testing.assert_allclose(got, [[0, 6, 0], [0, 0, 0]])
+
+
+def test_axes_computed_at_build_time_are_folded(backend):
+    x = tf.placeholder(tf.float32, [2, 3, 4])
+    s = tf.reduce_sum(x, axis=tf.range(1, tf.rank(x)))
+    assert s.op.get_attr("axis") == (1, 2)
+    v = np.ones((2, 3, 4), np.float32)
+    assert run(s, {x: v}, backend).tolist() == [12.0, 12.0]
+    with pytest.raises(NotImplementedError):
+        tf.reduce_sum(x, axis=tf.placeholder(tf.int32, [1]))
