@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 
-from jitflow.compiler.fuse import (Apply, AssignVar, CopyVar, Kernel, Lit, Load, Loop, MatMul,
-                                   RangeCheck, Reduce, RowOp, Value, View)
+from jitflow.compiler.fuse import (Apply, AssignVar, CopyVar, Index, Kernel, Lit, Load, Loop,
+                                   MatMul, RangeCheck, Reduce, RowOp, ShapeOf, Value, View)
 
 __all__ = ["generate_function", "ERROR_PREFIX"]
 
@@ -83,6 +83,8 @@ class _Writer:
             return _lit(e.value, e.dtype)
         if isinstance(e, Load):
             return self.load(e.value, idx, flat, e.axes)
+        if isinstance(e, Index):
+            return idx[e.axis]
         assert isinstance(e, Apply)
         args = [self.expr(a, idx, flat, depth) for a in e.args]
         whole = _WHOLE_OP_HELPERS.get(self.k.op_types[e.op])
@@ -113,7 +115,9 @@ class _Writer:
                 acc.append(None)
         elif isinstance(e, Apply):
             for a in e.args:
-                _Writer.loads(a, acc)
+                _Writer.loads(a, acc, remapped)
+        elif isinstance(e, Index) and not remapped:
+            acc.append(None)
         return acc
 
     def can_flatten(self, e, ones: tuple) -> bool:
@@ -278,9 +282,9 @@ class _Writer:
         if arg:
             how = how[3:]
         fdt = (s.in_dtype if arg else out.dtype).startswith("float")
-        accdt = ("float64" if fdt else "int64") if how in ("sum", "mean", "prod") else (
+        accdt = ("float64" if fdt else "int64") if how in ("sum", "mean", "prod", "l2") else (
             s.in_dtype if arg else out.dtype)
-        if how in ("sum", "mean"):
+        if how in ("sum", "mean", "l2"):
             init = _lit(0, accdt)
         elif how == "prod":
             init = _lit(1, accdt)
@@ -295,6 +299,8 @@ class _Writer:
         def combine(acc: str, val: str, d: int) -> None:
             if how in ("sum", "mean"):
                 self.emit(d, f"{acc} = {acc} + {val}", op)
+            elif how == "l2":
+                self.emit(d, f"{acc} = {acc} + {val} * {val}", op)
             elif how == "prod":
                 self.emit(d, f"{acc} = {acc} * {val}", op)
             else:
@@ -311,6 +317,8 @@ class _Writer:
         def finish(acc: str) -> str:
             if arg:
                 return f"{_np(out.dtype)}(ix)"
+            if how == "l2":
+                return f"{_np(out.dtype)}({acc} * 0.5)"
             if how == "mean":
                 return f"{_np(out.dtype)}({acc} / ({cnt}))" if fdt else f"{acc} // ({cnt})"
             return f"{_np(out.dtype)}({acc})"
@@ -401,6 +409,10 @@ def generate_function(kernel: Kernel, name: str, vecmath: dict | None = None) ->
             w.copy(s, 1)
         elif isinstance(s, RowOp):
             w.row(s, 1)
+        elif isinstance(s, ShapeOf):
+            w.alloc(s.out, 1, s.op)
+            for k, d in enumerate(s.dims):
+                w.emit(1, f"{s.out.name}[{k}] = {_dim(d)}", s.op)
         elif isinstance(s, View):
             shape = ", ".join(_dim(d) for d in s.out.dims)
             w.emit(1, f"{s.out.name} = {s.src.name}.reshape(({shape},))", s.op)

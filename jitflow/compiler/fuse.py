@@ -24,8 +24,8 @@ from typing import Optional, Union
 import numpy as np
 
 __all__ = ["VClass", "Value", "Load", "Lit", "Apply", "Loop", "Reduce", "MatMul", "AssignVar",
-           "CopyVar", "Check", "RowOp", "RangeCheck", "View", "Kernel", "lower", "supported",
-           "class_of"]
+           "CopyVar", "Check", "RowOp", "RangeCheck", "View", "ShapeOf", "Index", "Kernel",
+           "lower", "supported", "class_of"]
 
 Dim = Union[int, tuple]
 
@@ -89,6 +89,33 @@ class Apply:
     dtype: str
     op: int
     cast: bool = False
+
+
+@dataclass(eq=False)
+class Index:
+    """The loop index along `axis` (for ops like OneHot whose value depends on position)."""
+
+    axis: int
+    dtype: str = "int64"
+
+
+@dataclass(eq=False)
+class ShapeOf:
+    """Statement: `out` (1-D ints) holds the runtime dims `dims`."""
+
+    out: "Value"
+    dims: tuple
+    op: int
+
+
+@dataclass(eq=False)
+class ShapeInfo:
+    """A Shape op's result, kept symbolic until something needs its values."""
+
+    dims: tuple
+    ones: tuple
+    dtype: str
+    pos: int
 
 
 @dataclass(eq=False)
@@ -248,13 +275,25 @@ def supported(op) -> bool:
     if t in ("Reshape", "ExpandDims", "Squeeze", "Transpose"):
         r = op.inputs[0].shape.ndims
         ro = op.outputs[0].shape.ndims
-        if r is None or ro is None or r == 0 or ro == 0 or len(op.inputs) != 1:
+        if r is None or ro is None or r == 0 or ro == 0:
             return False
         if t == "Reshape":
+            if len(op.inputs) == 2:
+                return op.inputs[1].op.type == "Shape" and supported(op.inputs[1].op)
             return op.attrs.get("shape") is not None
+        if len(op.inputs) != 1:
+            return False
         if t == "Transpose":
             return op.attrs.get("perm") is not None or r is not None
         return True
+    if t == "L2Loss":
+        return op.inputs[0].shape.ndims is not None
+    if t == "Shape":
+        return op.inputs[0].shape.ndims is not None
+    if t == "OneHot":
+        r = op.inputs[0].shape.ndims
+        return (r is not None and op.attrs.get("axis") in (-1, r)
+                and all(x.shape.ndims == 0 for x in op.inputs[1:]))
     if t in ("ArgMax", "ArgMin"):
         r = op.inputs[0].shape.ndims
         a = op.attrs.get("axis")
@@ -370,6 +409,11 @@ class Lowerer:
                 v = self._var(t.op)
                 return Load(v), v.dtype, v.ones, v.dims, frozenset([t.op])
             raise _Unsupported(f"no value for {t.name}")
+        if isinstance(inf, ShapeInfo):
+            if shape_only:
+                r = len(inf.dims)
+                return None, inf.dtype, (r == 1,), (1 if r == 1 else ("const", r),), frozenset()
+            inf = self._materialize_shape(t, inf)
         if isinstance(inf, Pending):
             return inf.expr, inf.dtype, inf.ones, inf.dims, inf.reads
         if isinstance(inf, Lit):
@@ -386,7 +430,16 @@ class Lowerer:
             return self._var(t.op)
         if isinstance(inf, Lit):
             raise _Unsupported("scalar literal where an array is needed")
+        if isinstance(inf, ShapeInfo):
+            return self._materialize_shape(t, inf)
         return self._materialize(t, inf, pos)
+
+    def _materialize_shape(self, t, inf: ShapeInfo) -> Value:
+        r = len(inf.dims)
+        v = self._buf(inf.dtype, (r == 1,), (1 if r == 1 else ("const", r),))
+        self.stmts.append(ShapeOf(v, inf.dims, inf.pos))
+        self.info[t] = v
+        return v
 
     def _materialize(self, t, p: Pending, pos: int) -> Value:
         e = p.expr
@@ -434,6 +487,8 @@ class Lowerer:
             inf = self.info.get(t)
             if isinstance(inf, Pending):
                 inf = self._materialize(t, inf, end)
+            if isinstance(inf, ShapeInfo):
+                inf = self._materialize_shape(t, inf)
             if inf is None and t.op.type == "VariableV2":
                 raise _Unsupported("variable fetched from a kernel")
             if isinstance(inf, Value) and (inf.kind == "var" or getattr(inf, "view", False)
@@ -492,6 +547,15 @@ class Lowerer:
             return self._lower_transpose(op, pos)
         if t in ("ArgMax", "ArgMin"):
             return self._lower_reduce(op, pos, t.lower(), (op.attrs["axis"],), False)
+        if t == "L2Loss":
+            return self._lower_reduce(op, pos, "l2", None, False)
+        if t == "Shape":
+            _, _, ones, dims, _ = self._expr(op.inputs[0], shape_only=True)
+            if op.outputs[0] not in self.fed:
+                self.info[op.outputs[0]] = ShapeInfo(dims, ones, op.outputs[0].dtype.name, pos)
+            return
+        if t == "OneHot":
+            return self._lower_one_hot(op, pos)
         if t in _ROW_HOW:
             return self._lower_row(op, pos)
         raise _Unsupported(t)
@@ -543,6 +607,14 @@ class Lowerer:
                 raise _Unsupported("squeeze of a dimension that is not 1")
             ones = tuple(o for k, o in enumerate(src.ones) if k not in axes)
             dims = tuple(d for k, d in enumerate(src.dims) if k not in axes)
+        elif len(op.inputs) == 2:
+            inf = self.info.get(op.inputs[1])
+            if not isinstance(inf, ShapeInfo):
+                raise _Unsupported("reshape to a computed shape")
+            dims, ones = inf.dims, inf.ones
+            if dims != src.dims:
+                self.checks.append(Check(("prod", src.dims), ("prod", dims), pos,
+                                         "Input to reshape has the wrong number of values"))
         else:
             want = [int(d) for d in op.attrs["shape"]]
             known = 1
@@ -569,6 +641,25 @@ class Lowerer:
         v.view = True
         self.stmts.append(View(v, src, pos))
         self.info[out] = v
+
+    def _lower_one_hot(self, op, pos: int) -> None:
+        idx = self._value(op.inputs[0], pos)
+        on = self._expr(op.inputs[1])
+        off = self._expr(op.inputs[2])
+        if isinstance(idx, Lit):
+            raise _Unsupported("one_hot of a literal")
+        depth = int(op.attrs["depth"])
+        r = idx.rank
+        out = op.outputs[0]
+        dtype = out.dtype.name
+        ones = idx.ones + (depth == 1,)
+        dims = idx.dims + (1 if depth == 1 else ("const", depth),)
+        expr = Apply("({1} if {0} == {3} else {2})",
+                     [Load(idx, tuple(range(r))), on[0], off[0], Index(r)], dtype, pos)
+        reads = on[4] | off[4]
+        if out in self.fed:
+            return
+        self._place(out, Pending(expr, dtype, ones, dims, reads, pos), pos)
 
     def _lower_transpose(self, op, pos: int) -> None:
         src = self._value(op.inputs[0], pos)
@@ -788,9 +879,11 @@ def _can_inline_into(op, i: int) -> bool:
     if (op.type in _REDUCE_HOW or op.type in ("ArgMax", "ArgMin")) and supported(op):
         return True
     if op.type in ("Unbroadcast", "BroadcastReduced", "Reshape", "ExpandDims", "Squeeze",
-                   "Transpose") and supported(op):
-        if op.type in ("Reshape", "ExpandDims", "Squeeze", "Transpose"):
-            return False
+                   "Transpose", "OneHot", "L2Loss", "Shape") and supported(op):
+        if op.type in ("Reshape", "ExpandDims", "Squeeze", "Transpose", "OneHot"):
+            return i >= 1 and op.type != "Transpose"
+        if op.type in ("L2Loss", "Shape"):
+            return True
         return i == 1 or op.type == "Unbroadcast"
     if op.type in ("Assign", "AssignAdd", "AssignSub") and i == 1 and supported(op):
         return True

@@ -370,3 +370,20 @@ def test_make_callable_trains_in_place_and_handles_new_shapes():
         np.testing.assert_array_equal(xv, [0, 1])
         with pytest.raises(TypeError):
             f()
+
+
+def test_one_hot_l2_loss_shape_and_dynamic_reshape_gradients_compile():
+    x = tf.placeholder(tf.float32, [None, 3])
+    ids = tf.placeholder(tf.int32, [None])
+    w = tf.Variable(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4))
+    h = tf.reshape(tf.matmul(x, w), [-1])
+    (g,) = tf.gradients(tf.reduce_sum(h * h) + 0.1 * tf.nn.l2_loss(w), [w])
+    xent = tf.nn.softmax_cross_entropy_with_logits_v2(labels=tf.one_hot(ids, 4),
+                                                      logits=tf.matmul(x, w))
+    fetches = [g, tf.one_hot(ids, 4) * 2.0, xent, tf.shape(x), tf.nn.l2_loss(x)]
+    feed = {x: rand(5, 3), ids: np.array([0, 3, 1, 2, 7], np.int32)}
+    both(fetches, feed)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(fetches, feed)
+        assert all(s.executable.single for s in sess._specs.values())
