@@ -37,7 +37,8 @@ __all__ = [
     "is_nan", "is_finite", "is_inf", "clip_by_value", "equal", "not_equal", "less",
     "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_not",
     "logical_xor", "where", "where_v2", "scalar_mul", "to_float", "to_double", "to_int32",
-    "to_int64", "erf", "cumsum", "cumprod",
+    "to_int64", "erf", "cumsum", "cumprod", "asin", "acos", "atan", "sinh", "cosh", "asinh",
+    "acosh", "atanh", "atan2", "truncatediv", "truncatemod", "accumulate_n",
 ]
 
 NAMESPACES = {
@@ -48,7 +49,9 @@ NAMESPACES = {
         "log_sigmoid", "maximum", "minimum", "squared_difference", "floor", "ceil", "round",
         "rint", "is_nan", "is_finite", "is_inf", "equal", "not_equal", "less", "less_equal",
         "greater", "greater_equal", "logical_and", "logical_or", "logical_not", "logical_xor",
-        "scalar_mul", "softplus", "erf", "cumsum", "cumprod",
+        "scalar_mul", "softplus", "erf", "cumsum", "cumprod", "asin", "acos", "atan", "sinh",
+        "cosh", "asinh", "acosh", "atanh", "atan2", "truncatediv", "truncatemod",
+        "accumulate_n",
     ],
     "nn": ["sigmoid", "tanh", "softplus"],
 }
@@ -579,6 +582,33 @@ _unary("IsInf", lambda op, x: np.isinf(x), None, "np.isinf({0})", out_dtype=_dty
        fn=lambda a: is_inf(a), expect=np.isinf, grad_ok=False)
 
 
+def _one_minus_sq(x):
+    return scalar_like(1, x) - x * x
+
+
+_unary("Asin", lambda op, x: np.arcsin(x), lambda op, g: [g * rsqrt(_one_minus_sq(op.inputs[0]))],
+       "math.asin({0})", domain="unit", fn=lambda a: asin(a), expect=np.arcsin)
+_unary("Acos", lambda op, x: np.arccos(x),
+       lambda op, g: [-g * rsqrt(_one_minus_sq(op.inputs[0]))], "math.acos({0})", domain="unit",
+       fn=lambda a: acos(a), expect=np.arccos)
+_unary("Atan", lambda op, x: np.arctan(x),
+       lambda op, g: [g / (scalar_like(1, op.inputs[0]) + op.inputs[0] * op.inputs[0])],
+       "math.atan({0})", fn=lambda a: atan(a), expect=np.arctan)
+_unary("Sinh", lambda op, x: np.sinh(x), lambda op, g: [g * cosh(op.inputs[0])],
+       "math.sinh({0})", fn=lambda a: sinh(a), expect=np.sinh)
+_unary("Cosh", lambda op, x: np.cosh(x), lambda op, g: [g * sinh(op.inputs[0])],
+       "math.cosh({0})", fn=lambda a: cosh(a), expect=np.cosh)
+_unary("Asinh", lambda op, x: np.arcsinh(x),
+       lambda op, g: [g * rsqrt(op.inputs[0] * op.inputs[0] + scalar_like(1, op.inputs[0]))],
+       "math.asinh({0})", fn=lambda a: asinh(a), expect=np.arcsinh)
+_unary("Acosh", lambda op, x: np.arccosh(x),
+       lambda op, g: [g * rsqrt(op.inputs[0] * op.inputs[0] - scalar_like(1, op.inputs[0]))],
+       "math.acosh({0})", domain=(1.2, 3.0), fn=lambda a: acosh(a), expect=np.arccosh)
+_unary("Atanh", lambda op, x: np.arctanh(x),
+       lambda op, g: [g / _one_minus_sq(op.inputs[0])], "math.atanh({0})", domain="unit",
+       fn=lambda a: atanh(a), expect=np.arctanh)
+
+
 # -- maximum, minimum, squared difference ---------------------------------------------------------
 def _minmax_grad(op, g):
     x, y = op.inputs
@@ -600,6 +630,62 @@ register("Maximum", infer=_binary_rule(_NUMERIC), ref=lambda op, x, y: np.maximu
 register("Minimum", infer=_binary_rule(_NUMERIC), ref=lambda op, x, y: np.minimum(x, y),
          grad=_minmax_grad, kind="elementwise", template="np.minimum({0}, {1})",
          examples=_binary_examples(lambda a, b: minimum(a, b), np.minimum))
+def _atan2_grad(op, g):
+    y, x = op.inputs
+    d = g / (x * x + y * y)
+    return [unbroadcast(d * x, y), unbroadcast(-d * y, x)]
+
+
+register("Atan2", infer=_binary_rule(_FLOATS), ref=lambda op, y, x: np.arctan2(y, x),
+         grad=_atan2_grad, kind="elementwise", template="math.atan2({0}, {1})",
+         doc="The angle of the point (x, y): arctan(y / x) in the right quadrant.",
+         examples=_binary_examples(lambda a, b: atan2(a, b), np.arctan2, ("float32", "float64"),
+                                   "nonzero"))
+
+
+def _truncatediv_ref(op, x, y):
+    x, y = np.asarray(x), np.asarray(y)
+    if x.dtype.kind in "iu":
+        _int_divisor_check(y)
+        q = np.abs(x) // np.abs(y)
+        return (np.sign(x) * np.sign(y) * q).astype(x.dtype)
+    return np.trunc(x / y)
+
+
+_INT_TRUNCDIV = ("(abs({0}) // abs({1}) * (" + _typed("1") + " if ({0} < 0) == ({1} < 0) else "
+                 + _typed("-1") + "))")
+
+
+def _truncatediv_template(op):
+    if op.outputs[0].dtype.is_integer:
+        return _INT_TRUNCDIV
+    return "np.trunc({0} / {1})"
+
+
+def _truncatemod_template(op):
+    if op.outputs[0].dtype.is_integer:
+        return "({0} - {1} * " + _INT_TRUNCDIV + ")"
+    return "np.fmod({0}, {1})"
+
+
+register("TruncateDiv", infer=_binary_rule(_NUMERIC), ref=_truncatediv_ref,
+         differentiable=False, kind="elementwise", template=_truncatediv_template,
+         doc="Division rounded toward zero (C's `/` on integers).",
+         examples=_binary_examples(lambda a, b: truncatediv(a, b),
+                                   lambda a, b: np.trunc(a.astype(np.float64) / b),
+                                   domain="nonzero", grad=False))
+def _truncatemod_ref(op, x, y):
+    _int_divisor_check(y)
+    return np.fmod(x, y)
+
+
+register("TruncateMod", infer=_binary_rule(_NUMERIC), ref=_truncatemod_ref, differentiable=False,
+         kind="elementwise", template=_truncatemod_template,
+         doc="Remainder with the sign of the dividend (C's `%`).",
+         examples=_binary_examples(lambda a, b: truncatemod(a, b), np.fmod, domain="nonzero",
+                                   grad=False))
+
+
 register("SquaredDifference", infer=_binary_rule(_NUMERIC),
          ref=lambda op, x, y: np.square(np.subtract(x, y)), grad=_sqdiff_grad,
          kind="elementwise", template="(({0} - {1}) * ({0} - {1}))",
@@ -1020,6 +1106,34 @@ is_nan = _unary_fn("IsNan", "`tf.is_nan` (op `IsNan`).")
 is_finite = _unary_fn("IsFinite", "`tf.is_finite` (op `IsFinite`).")
 is_inf = _unary_fn("IsInf", "`tf.is_inf` (op `IsInf`).")
 erf = _unary_fn("Erf", "`tf.erf`: the error function (op `Erf`).")
+asin = _unary_fn("Asin", "`tf.asin` (op `Asin`).")
+acos = _unary_fn("Acos", "`tf.acos` (op `Acos`).")
+atan = _unary_fn("Atan", "`tf.atan` (op `Atan`).")
+sinh = _unary_fn("Sinh", "`tf.sinh` (op `Sinh`).")
+cosh = _unary_fn("Cosh", "`tf.cosh` (op `Cosh`).")
+asinh = _unary_fn("Asinh", "`tf.asinh` (op `Asinh`).")
+acosh = _unary_fn("Acosh", "`tf.acosh` (op `Acosh`).")
+atanh = _unary_fn("Atanh", "`tf.atanh` (op `Atanh`).")
+
+
+def atan2(y, x, name: Optional[str] = None) -> Tensor:
+    """`tf.atan2`: the angle of (x, y), elementwise (op `Atan2`)."""
+    return binary_op("Atan2", y, x, name)
+
+
+def truncatediv(x, y, name: Optional[str] = None) -> Tensor:
+    """`tf.truncatediv`: division rounded toward zero (op `TruncateDiv`)."""
+    return binary_op("TruncateDiv", x, y, name)
+
+
+def truncatemod(x, y, name: Optional[str] = None) -> Tensor:
+    """`tf.truncatemod`: remainder with the dividend's sign (op `TruncateMod`)."""
+    return binary_op("TruncateMod", x, y, name)
+
+
+def accumulate_n(inputs, shape=None, tensor_dtype=None, name: Optional[str] = None) -> Tensor:
+    """`tf.accumulate_n`: the elementwise sum of `inputs` (an `AddN`)."""
+    return add_n(inputs, name=name)
 
 
 def log_sigmoid(x, name: Optional[str] = None) -> Tensor:

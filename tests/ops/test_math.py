@@ -410,6 +410,11 @@ GRAD_CASES = [
     ("select_rows", lambda c, a, b: tf.where(c > 0, a, b), [_r(2), _r(2, 3), _r(2, 3)]),
     ("select_v2", lambda c, a, b: tf.where_v2(c > 0, a, b), [_r(2, 3), _r(3), _r(2, 1)]),
     ("cast", lambda a: tf.cast(a, tf.float32) * tf.constant(3.0), [np.array([0.5, -1.25])]),
+    ("inverse_trig", lambda a: tf.asin(a) + tf.acos(a) * tf.atan(a) + tf.atanh(a),
+     [_r(4, lo=-0.8, hi=0.8)]),
+    ("hyperbolic", lambda a: tf.sinh(a) * tf.cosh(a) + tf.asinh(a), [_r(4)]),
+    ("acosh", lambda a: tf.acosh(a), [_r(4, lo=1.2, hi=3)]),
+    ("atan2", lambda a, b: tf.atan2(a, b), [_r(2, 3), _r(3, lo=0.5, hi=2)]),
 ]
 
 
@@ -470,3 +475,15 @@ def test_integer_division_by_zero_is_a_run_time_error():
     f = tf.placeholder(tf.float32, [2])
     got = run(f // tf.constant([1.0, 0.0]), {f: [3.0, 4.0]}, "interpreter")
     assert got.tolist() == [3.0, np.inf]
+
+
+def test_truncated_division_follows_c(backend):
+    xs, ys = [-7, 7, -7, 7, 0], [2, 2, -2, -2, 3]
+    x = tf.placeholder(tf.int32, [5])
+    y = tf.placeholder(tf.int32, [5])
+    q, r = run([tf.truncatediv(x, y), tf.truncatemod(x, y)], {x: xs, y: ys}, backend)
+    assert q.tolist() == [int(a / b) for a, b in zip(xs, ys)]
+    assert r.tolist() == [math.fmod(a, b) for a, b in zip(xs, ys)]
+    f = tf.placeholder(tf.float64, [2])
+    assert run(tf.truncatediv(f, 2.0), {f: [-3.5, 3.5]}, backend).tolist() == [-1.0, 1.0]
+    assert tf.accumulate_n([x, y]).op.type == "AddN"
