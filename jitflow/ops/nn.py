@@ -631,6 +631,11 @@ def zero_fraction(value, name: Optional[str] = None) -> Tensor:
         return reduce_mean(is_zero, name=scope)
 
 
+def _no_second_order(op):
+    raise NotImplementedError(f"jitflow has no gradient for {op.type} (a second derivative "
+                              f"through '{op.name}')")
+
+
 # -- top_k, in_top_k, embedding_lookup ------------------------------------------------------------
 def _top_k_infer(op):
     x = op.inputs[0]
@@ -682,7 +687,7 @@ register("TopKV2", infer=_top_k_infer, ref=_top_k_ref, grad=_top_k_grad, kind="r
                                                 kind="stable")[:, :3],
                            ("float32", "int32"), grad=False, id="indices")])
 register("TopKGrad", infer=lambda op: [(op.inputs[0].dtype, op.inputs[2].shape)],
-         ref=_top_k_grad_ref, differentiable=False, kind="other",
+         ref=_top_k_grad_ref, grad=lambda op, h: _no_second_order(op), kind="other",
          doc="Inputs (g, indices, x): zeros shaped like x with g placed at the indices along "
              "the last axis (the gradient of TopKV2).",
          examples=[Example(lambda g, x: make_op("TopKGrad", [g, top_k(x, 2)[1], x]).outputs[0],
@@ -974,14 +979,35 @@ def _conv_backprop_example(which: int, stride: int, padding: str):
     out_hw = (3, 2) if padding == "SAME" else (2, 1)
     return Example(build, [(1, 5, 4, 2), (2, 3, 2, 3), (1,) + out_hw + (3,)],
                    lambda x, f, g: _np_vjp(lambda a, b: _np_conv_direct(a, b, stride, padding),
-                                           [x, f], which, g), grad=False,
+                                           [x, f], which, g),
                    id=f"{padding.lower()}_s{stride}")
 
 
-for _t, _r, _w in (("Conv2DBackpropInput", _conv_input_grad_ref, 0),
-                   ("Conv2DBackpropFilter", _conv_filter_grad_ref, 1)):
+def _conv_input_grad_grad(op, h):
+    """Conv2DBackpropInput is linear in the filter and in g."""
+    x, f, g = op.inputs
+    attrs = dict(op.attrs)
+    return [None,
+            make_op("Conv2DBackpropFilter", [h, f, g], attrs, name="Conv2DBackpropFilter"
+                    ).outputs[0],
+            make_op("Conv2D", [h, f], attrs, name="Conv2D").outputs[0]]
+
+
+def _conv_filter_grad_grad(op, h):
+    """Conv2DBackpropFilter is linear in the input and in g."""
+    x, f, g = op.inputs
+    attrs = dict(op.attrs)
+    return [make_op("Conv2DBackpropInput", [x, h, g], attrs, name="Conv2DBackpropInput"
+                    ).outputs[0],
+            None,
+            make_op("Conv2D", [x, h], attrs, name="Conv2D").outputs[0]]
+
+
+for _t, _r, _w, _gg in (("Conv2DBackpropInput", _conv_input_grad_ref, 0, _conv_input_grad_grad),
+                        ("Conv2DBackpropFilter", _conv_filter_grad_ref, 1,
+                         _conv_filter_grad_grad)):
     register(_t, infer=(lambda op, w=_w: [(op.inputs[0].dtype, op.inputs[w].shape)]), ref=_r,
-             differentiable=False, kind="other",
+             grad=_gg, kind="other",
              doc="Inputs (input, filter, output gradient): the gradient of Conv2D with respect "
                  "to " + ("its input." if _w == 0 else "its filter."),
              examples=[_conv_backprop_example(_w, 2, "SAME"),
@@ -1118,7 +1144,7 @@ def _np_max_pool_grad(x, g, k, stride):
 
 register("MaxPoolGrad",
          infer=lambda op: [(op.inputs[2].dtype, op.inputs[0].shape)],
-         ref=_max_pool_grad_ref, differentiable=False, kind="other",
+         ref=_max_pool_grad_ref, grad=lambda op, h: _no_second_order(op), kind="other",
          doc="Inputs (input, output, output gradient) of MaxPool: the input gradient.",
          examples=[Example(lambda x, g: make_op("MaxPoolGrad", [x, max_pool(x, 2, 1, "VALID"), g],
                                                 dict(max_pool(x, 2, 1, "VALID").op.attrs)
@@ -1136,14 +1162,15 @@ register("AvgPool", infer=_pool_infer, ref=_avg_pool_ref,
                    Example(lambda x: avg_pool(x, 3, 2, "SAME"), [(1, 5, 4, 2)],
                            lambda x: _np_pool_direct(x, 3, 2, "SAME", np.mean), id="same")])
 register("AvgPoolGrad", infer=lambda op: [(op.inputs[1].dtype, op.inputs[0].shape)],
-         ref=_avg_pool_grad_ref, differentiable=False, kind="other",
+         ref=_avg_pool_grad_ref, kind="other",
+         grad=lambda op, h: [None, make_op("AvgPool", [h], dict(op.attrs),
+                                           name="AvgPool").outputs[0]],
          doc="Inputs (input, output gradient) of AvgPool: the input gradient.",
          examples=[Example(lambda x, g: make_op("AvgPoolGrad", [x, g], dict(
                                avg_pool(x, 3, 2, "SAME").op.attrs)).outputs[0],
                            [(1, 5, 4, 2), (1, 3, 2, 2)],
                            lambda x, g: _np_vjp(lambda a: _np_pool_direct(a, 3, 2, "SAME",
-                                                                          np.mean), [x], 0, g),
-                           grad=False)])
+                                                                          np.mean), [x], 0, g))])
 
 
 def _pool(op_type, value, ksize, strides, padding, data_format, name, default):

@@ -183,13 +183,18 @@ def _np_products_of_others(x, g):
 
 
 register("ProdGrad", infer=lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)],
-         ref=_prod_grad_ref, differentiable=False, kind="other",
+         ref=_prod_grad_ref, grad=lambda op, h: _no_second_order(op), kind="other",
          doc="Gradient of Prod: g times the product of the other reduced elements (exact with "
              "zeros in the input).",
          examples=[Example(lambda x, g: make_op("ProdGrad", [x, g], {"axis": (1,),
                                                                       "keepdims": False}
                                                 ).outputs[0], [(3, 4), (3,)],
                            _np_products_of_others, grad=False)])
+
+
+def _no_second_order(op):
+    raise NotImplementedError(f"jitflow has no gradient for {op.type} (a second derivative "
+                              f"through '{op.name}')")
 
 
 def _prod_grad(op, g):

@@ -578,3 +578,21 @@ def test_values_and_gradients_agree_with_tensorflow(case):
     for i, (a, b) in enumerate(zip(got, want)):
         assert np.shape(a) == np.shape(b), (i, np.shape(a), np.shape(b))
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4, err_msg=f"{case}[{i}]")
+
+
+def test_second_derivatives_through_conv_and_pooling():
+    """The gradient ops of Conv2D and AvgPool are themselves differentiable (linear maps)."""
+    x = _RNG.standard_normal((1, 4, 3, 2))
+    f = _RNG.standard_normal((2, 2, 2, 3))
+    check_gradient(lambda a, b: tf.concat(
+        [tf.reshape(t, [-1]) for t in symbolic_gradients(
+            tf.reduce_sum(tf.square(tf.nn.conv2d(a, b, [1, 2, 1, 1], "SAME"))), [a, b],
+            np.float64(1.0))], 0), [x, f], rtol=1e-4, atol=1e-6)
+    check_gradient(lambda a: symbolic_gradients(
+        tf.reduce_sum(tf.square(tf.nn.avg_pool(a, 2, 1, "SAME"))), [a], np.float64(1.0))[0],
+        [x], rtol=1e-4, atol=1e-6)
+    p = tf.placeholder(tf.float64, [1, 2, 2, 1])
+    (g,) = symbolic_gradients(tf.reduce_sum(tf.nn.max_pool(p, 2, 1, "VALID")), [p],
+                              np.float64(1.0))
+    with pytest.raises(NotImplementedError, match="second derivative"):
+        symbolic_gradients(tf.reduce_sum(g * p), [p], np.float64(1.0))
