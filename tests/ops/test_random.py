@@ -8,14 +8,6 @@ import jitflow as tf
 from jitflow.ops.registry import get_op_def
 
 
-def _xfail_on_numba_prefetch(backend, request) -> None:
-    """Fetching a random op's own output directly, beside a compiled kernel, fails on the
-    numba backend (Executable._setup does not map fetches of pre-drawn random ops)."""
-    if backend == "numba":
-        request.applymarker(pytest.mark.xfail(
-            reason="numba backend: a fetched pre-drawn random output is 'not in list' "
-                   "(reported to the compiler's owner)", raises=ValueError, strict=False))
-
 
 def test_shapes_from_lists_and_tensors(backend):
     x = tf.placeholder(tf.float32, [None, 3])
@@ -108,8 +100,7 @@ def test_truncated_normal_stays_within_two_stddev(backend):
     assert abs(v.std() - 2.0 * 0.8796) < 0.05
 
 
-def test_random_uniform_float_and_int(backend, request):
-    _xfail_on_numba_prefetch(backend, request)
+def test_random_uniform_float_and_int(backend):
     f = tf.random_uniform([20000], -2.0, 3.0, seed=2)
     i = tf.random_uniform([5000], 3, 7, dtype=tf.int32, seed=2)
     i64 = tf.random_uniform([4], maxval=2, dtype=tf.int64)
@@ -128,8 +119,7 @@ def test_random_uniform_int_requires_maxval():
         tf.random_normal([2], dtype=tf.int32)
 
 
-def test_random_shuffle_permutes_first_axis(backend, request):
-    _xfail_on_numba_prefetch(backend, request)
+def test_random_shuffle_permutes_first_axis(backend):
     v = np.arange(20, dtype=np.float32).reshape(10, 2)
     s = tf.random_shuffle(tf.constant(v), seed=4)
     with tf.Session() as sess:
@@ -140,8 +130,7 @@ def test_random_shuffle_permutes_first_axis(backend, request):
     assert not np.array_equal(a, b)
 
 
-def test_multinomial(backend, request):
-    _xfail_on_numba_prefetch(backend, request)
+def test_multinomial(backend):
     logits = tf.constant([[0.0, 50.0, 0.0], [np.log(0.25), np.log(0.75), -np.inf]])
     m = tf.multinomial(logits, 4000, seed=1)
     assert m.dtype == tf.int64 and m.shape.as_list() == [2, 4000]
