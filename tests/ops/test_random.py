@@ -8,7 +8,6 @@ import jitflow as tf
 from jitflow.ops.registry import get_op_def
 
 
-
 def test_shapes_from_lists_and_tensors(backend):
     x = tf.placeholder(tf.float32, [None, 3])
     a = tf.random_uniform(tf.shape(x))
