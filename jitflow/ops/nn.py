@@ -344,10 +344,7 @@ def _sparse_xent_grad(op, g_loss, g_backprop=None):
         return [None, None]
     bp = op.outputs[1]
     rank = bp.shape.ndims
-    if rank is None:
-        raise ValueError("the gradient of SparseSoftmaxCrossEntropyWithLogits needs logits "
-                         "of known rank")
-    return [broadcast_reduced(g_loss, bp, (rank - 1,)) * bp, None]
+    return [broadcast_reduced(g_loss, bp, (-1,) if rank is None else (rank - 1,)) * bp, None]
 
 
 _SPARSE_LABELS = np.array([0, 2, 1, 2], dtype=np.int32)
@@ -583,7 +580,9 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name: Optional[str] 
         from jitflow.ops.random import random_uniform
         random_tensor = keep + random_uniform(noise_shape, seed=seed, dtype=x.dtype)
         binary = floor(random_tensor)
-        return multiply(x / keep, binary, name=scope)
+        out = multiply(x / keep, binary, name=scope)
+        out.set_shape(x.shape)  # keep_prob may be a placeholder of unknown shape, as in TF1
+        return out
 
 
 

@@ -1,9 +1,10 @@
 """Reductions: Sum, Mean, Max, Min, Prod, Any, All, ArgMax, ArgMin and their TF1 wrappers.
 
 Every reduction op stores its attrs normalized: `axis` is a sorted tuple of distinct
-non-negative ints (all axes when the caller gave None; None only when the input's rank is
-unknown at build time, meaning "all axes"), `keepdims` a bool. Axes must be known when the graph
-is built (Python ints, lists, or constant tensors).
+non-negative ints (all axes when the caller gave None), `keepdims` a bool. When the input's rank
+is unknown at build time, `axis` is None for "all axes" and may hold negative axes (counted from
+the end when the op runs). Axes must be known when the graph is built (Python ints, lists, or
+tensors whose value is known then).
 """
 from __future__ import annotations
 
@@ -54,9 +55,7 @@ def normalize_axis(x: Tensor, axis, what: str = "reduction") -> Optional[tuple]:
             raise TypeError(f"{what} axis must be an int, got {a!r}")
         a = int(a)
         if rank is None:
-            if a < 0:
-                raise ValueError(f"negative {what} axis {a} needs a known input rank "
-                                 f"({x.name} has unknown rank)")
+            pass  # kept as given (negative counts from the end when the op runs)
         elif not -rank <= a < rank:
             raise ValueError(f"Invalid {what} dimension {a} for input with {rank} dimensions.")
         elif a < 0:
@@ -159,7 +158,7 @@ def _prod_grad_ref(op, x, g):
     """d prod / d x_i = product of the other elements, computed without dividing by x_i."""
     x = np.asarray(x)
     axis = op.attrs["axis"]
-    axis = tuple(range(x.ndim)) if axis is None else axis
+    axis = tuple(range(x.ndim)) if axis is None else tuple(sorted(a % x.ndim for a in axis))
     keep = [1 if i in axis else d for i, d in enumerate(x.shape)]
     g = np.broadcast_to(np.reshape(g, keep), x.shape)
     rest = [i for i in range(x.ndim) if i not in axis]

@@ -596,3 +596,29 @@ def test_second_derivatives_through_conv_and_pooling():
                               np.float64(1.0))
     with pytest.raises(NotImplementedError, match="second derivative"):
         symbolic_gradients(tf.reduce_sum(g * p), [p], np.float64(1.0))
+
+
+def test_unknown_rank_inputs(backend):
+    """Ops whose axis counts from the end accept inputs of unknown rank (as TF1 does)."""
+    u = tf.placeholder(tf.float32)
+    labels = tf.placeholder(tf.float32)
+    sm = tf.nn.softmax(u)
+    xent = tf.nn.softmax_cross_entropy_with_logits_v2(labels=labels, logits=u)
+    s = tf.reduce_sum(u, -1)
+    assert sm.shape.ndims is None and s.shape.ndims is None
+    v = _RNG.standard_normal((2, 3)).astype(np.float32)
+    p = np.float32([[0.2, 0.3, 0.5], [1.0, 0.0, 0.0]])
+    (g,) = symbolic_gradients(xent, [u], np.ones(2, np.float32))
+    got_sm, got_x, got_s, got_g = run([sm, xent, s, g], {u: v, labels: p}, backend)
+    np.testing.assert_allclose(got_sm, np.exp(_np_log_softmax(v)), rtol=1e-6)
+    np.testing.assert_allclose(got_x, -(p * _np_log_softmax(v)).sum(1), rtol=1e-6)
+    np.testing.assert_allclose(got_s, v.sum(-1), rtol=1e-6)
+    np.testing.assert_allclose(got_g, np.exp(_np_log_softmax(v)) - p, rtol=1e-5, atol=1e-6)
+
+
+def test_dropout_with_a_keep_prob_placeholder_keeps_the_static_shape():
+    x = tf.placeholder(tf.float32, [None, 8])
+    keep = tf.placeholder(tf.float32)  # unknown shape, as in the TF1 tutorials
+    d = tf.nn.dropout(x, keep)
+    assert d.shape.as_list() == [None, 8]
+    assert tf.matmul(d, tf.ones([8, 2])).shape.as_list() == [None, 2]

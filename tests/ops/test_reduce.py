@@ -186,3 +186,18 @@ def test_axes_computed_at_build_time_are_folded(backend):
     assert run(s, {x: v}, backend).tolist() == [12.0, 12.0]
     with pytest.raises(NotImplementedError):
         tf.reduce_sum(x, axis=tf.placeholder(tf.int32, [1]))
+
+
+def test_negative_axes_on_unknown_rank(backend):
+    u = tf.placeholder(tf.float64)
+    v = np.arange(24, dtype=np.float64).reshape(2, 3, 4) / 10
+    outs = [tf.reduce_sum(u, [-1, 0]), tf.reduce_max(u, -2, keepdims=True),
+            tf.reduce_prod(u, -1)]
+    assert outs[0].op.get_attr("axis") == (-1, 0)
+    got = run(outs, {u: v}, backend)
+    np.testing.assert_allclose(got[0], v.sum(axis=(0, 2)))
+    np.testing.assert_allclose(got[1], v.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(got[2], v.prod(axis=-1))
+    (g,) = symbolic_gradients(outs[2], [u], np.ones((2, 3)))
+    want = np.stack([np.prod(np.delete(v, j, axis=-1), axis=-1) for j in range(4)], -1)
+    np.testing.assert_allclose(run(g, {u: v}, backend), want)
