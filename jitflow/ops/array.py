@@ -45,7 +45,7 @@ _FOLDABLE = {"Identity", "Pack", "StridedSlice", "Cast", "ConcatV2", "Reshape", 
              "GatherV2", "Add", "Sub", "Mul", "Range", "Fill", "ExpandDims", "Squeeze"}
 
 
-def get_static_value(tensor, partial: bool = False) -> Optional[np.ndarray]:
+def get_static_value(tensor) -> Optional[np.ndarray]:
     """The value of `tensor` when it is known at build time (TF1's `constant_value`), else None.
 
     Follows constants, the shape of fully defined tensors and a few small shape-arithmetic ops
@@ -700,7 +700,7 @@ def _reshape_infer(op):
         partial = _partial_shape(op.inputs[1])
         if partial.ndims is None:
             return [(x.dtype, TensorShape(None))]
-        want = [d for d in partial.as_tuple()]
+        want = list(partial.as_tuple())
     else:
         want = list(static)
         if sum(1 for d in want if d == -1) > 1:
@@ -1231,8 +1231,7 @@ def split(value, num_or_size_splits, axis=0, num: Optional[int] = None,
         if num is not None and num != len(sizes):
             raise ValueError(f"num={num} does not match {len(sizes)} split sizes")
         attrs = {"sizes": tuple(sizes), "even": False, "axis": axis}
-    op_type = "Split"
-    return list(make_op(op_type, [x], attrs, name=name).outputs)
+    return list(make_op("Split", [x], attrs, name=name).outputs)
 
 
 # -- Slice ----------------------------------------------------------------------------------------
