@@ -431,3 +431,19 @@ def test_scatter_update_add_sub(backend):
         tf.scatter_update(v, [0], [[1.0, 2.0, 3.0]])
     with pytest.raises(TypeError):
         tf.scatter_update(tf.constant([1.0]), [0], [2.0])
+
+
+def test_basics_example_runs():
+    """examples/basics.py: shared variables, re-entered scope names, feeds skipping updates."""
+    import os
+    import subprocess
+    import sys
+    path = os.path.join(os.path.dirname(__file__), "..", "examples", "basics.py")
+    env = dict(os.environ, JITFLOW_BACKEND="interpreter")
+    proc = subprocess.run([sys.executable, path], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "variables: ['layer/w:0', 'layer/b:0', 'total:0']" in out
+    assert "layer_1/add" in out
+    assert "accumulated: 30.0" in out and "total is still 30.0" in out
