@@ -294,6 +294,16 @@ class Executable:
                 steps.append(op)
         if cur:
             steps.append(cur)
+        flat: list = []
+        for s in steps:
+            if isinstance(s, list) and len(s) > _fuse.MAX_KERNEL_OPS:
+                msg = (f"jitflow: a run of {len(s)} ops is too large to compile into one kernel; "
+                       "it runs through the NumPy references")
+                warnings.warn(msg, RuntimeWarning, stacklevel=5)
+                flat.extend(s)
+            else:
+                flat.append(s)
+        steps = flat
         produced_at: dict = {op.outputs[0]: -1 for op in pre}
         for i, s in enumerate(steps):
             for op in (s if isinstance(s, list) else [s]):

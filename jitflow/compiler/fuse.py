@@ -129,6 +129,7 @@ class Pending:
     reads: frozenset
     pos: int
     consumed: bool = False
+    depth: int = 1
 
 
 # -- statements -------------------------------------------------------------------------------
@@ -239,6 +240,8 @@ class Kernel:
 _FLOAT = ("float32", "float64")
 _REDUCE_HOW = {"Sum": "sum", "Mean": "mean", "Max": "max", "Min": "min", "Prod": "prod"}
 _SKIP = ("NoOp",)
+MAX_INLINE_DEPTH = 64     # longer chains are stored every so often (bounded expression trees)
+MAX_KERNEL_OPS = 1500     # larger segments run op by op rather than compiling for minutes
 _ROW_HOW = {"Softmax": "softmax", "LogSoftmax": "log_softmax",
             "SoftmaxCrossEntropyWithLogits": "xent",
             "SparseSoftmaxCrossEntropyWithLogits": "sparse_xent"}
@@ -248,11 +251,13 @@ def supported(op) -> bool:
     """Whether `op` has a code generator (otherwise it runs through its reference)."""
     t = op.type
     d = op.op_def
-    if t in _SKIP or t in ("VariableV2", "Placeholder", "Const"):
+    if t in _SKIP:
         return True
     dt = [x.dtype.name for x in op.inputs] + [x.dtype.name for x in op.outputs]
     if any(n not in _NUMERIC_NAMES for n in dt):
-        return False
+        return False  # float16, complex, strings: references only
+    if t in ("VariableV2", "Placeholder", "Const"):
+        return True
     if d.kind == "elementwise" and d.template is not None:
         return True
     if t in _REDUCE_HOW:
@@ -757,10 +762,12 @@ class Lowerer:
         n = self.uses.get(out, 0)
         if n == 0:
             return  # nothing reads it: pure, so skip it
-        p = Pending(expr, dtype, ones, dims, reads, pos)
+        depth = 1 + max((getattr(self.info.get(x), "depth", 0) for x in op.inputs), default=0)
+        p = Pending(expr, dtype, ones, dims, reads, pos, depth=depth)
         self.info[out] = p
         inl = self.inlinable.get(out, [])
-        if not (n == 1 and len(inl) == 1 and inl[0] and out not in self.outputs):
+        if depth >= MAX_INLINE_DEPTH or not (
+                n == 1 and len(inl) == 1 and inl[0] and out not in self.outputs):
             if not ones:
                 self.info[out] = _scalar_or_buf(self, p, pos)
             else:

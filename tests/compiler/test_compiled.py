@@ -387,3 +387,21 @@ def test_one_hot_l2_loss_shape_and_dynamic_reshape_gradients_compile():
         sess.run(tf.global_variables_initializer())
         sess.run(fetches, feed)
         assert all(s.executable.single for s in sess._specs.values())
+
+
+def test_long_chains_are_stored_every_so_often_and_stay_correct():
+    x = tf.placeholder(tf.float64, [None])
+    y = x
+    for _ in range(150):
+        y = y * 0.99 + 0.01
+    xv = np.linspace(0, 1, 5)
+    with tf.Session() as sess:
+        src = sess.inspect(y, {x: xv})
+    assert 2 <= src.count("for ") <= 6
+    both(y, {x: xv}, rtol=1e-12)
+
+
+def test_float16_runs_through_references():
+    f16 = tf.constant(1.5, dtype=tf.float16)
+    r = both([f16, f16 * f16])
+    assert type(r[0]) is np.float16 and r[1] == np.float16(2.25)
