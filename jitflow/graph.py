@@ -624,6 +624,9 @@ def convert_to_tensor(value, dtype=None, name: Optional[str] = None,
         return value
     if hasattr(value, "_to_tensor"):
         return value._to_tensor(dtype=dtype, name=name)
+    if isinstance(value, (list, tuple)) and _contains_tensor(value):
+        from jitflow.ops.array import _autopack
+        return _autopack(value, dtype, name or "packed")
     if isinstance(value, Operation):
         raise TypeError(f"Can't convert Operation '{value.name}' to Tensor (target dtype="
                         f"{dtype}, name={name!r}, as_ref=False)")
@@ -645,6 +648,12 @@ def convert_to_tensor(value, dtype=None, name: Optional[str] = None,
         raise TypeError(f"Expected {dtype.name}, got {value!r} of type "
                         f"'{type(value).__name__}' instead.")
     return constant(arr, dtype=dtype, name=name or "Const")
+
+
+def _contains_tensor(value) -> bool:
+    """Whether a (nested) list/tuple holds a tensor: TF1 then packs it with `tf.stack`."""
+    return any(is_tensor_like(v) or (isinstance(v, (list, tuple)) and _contains_tensor(v))
+               for v in value)
 
 
 def is_tensor_like(x: Any) -> bool:

@@ -439,3 +439,20 @@ def test_tensor_shape_helpers():
     assert s.with_rank_at_least(1) is s
     assert TensorShape([2, 3]).most_specific_compatible_shape([2, 4]).as_list() == [2, None]
     assert TensorShape([2]).most_specific_compatible_shape([2, 4]).ndims is None
+
+
+def test_lists_holding_tensors_are_packed(backend):
+    a = tf.constant(1.0)
+    b = tf.placeholder(tf.float32, [])
+    t = tf.convert_to_tensor([a, b, 3])
+    n = tf.convert_to_tensor([[a, 2.0], [3.0, b]])
+    m = tf.reduce_mean([a, b])
+    assert t.op.type == "Pack" and t.op.name == "packed" and t.shape.as_list() == [3]
+    assert n.shape.as_list() == [2, 2] and n.dtype == tf.float32
+    with tf.Session() as sess:
+        vt, vn, vm = sess.run([t, n, m], {b: 5.0})
+    np.testing.assert_array_equal(vt, [1.0, 5.0, 3.0])
+    np.testing.assert_array_equal(vn, [[1.0, 2.0], [3.0, 5.0]])
+    assert vm == 3.0
+    with pytest.raises((TypeError, ValueError)):
+        tf.convert_to_tensor([a, tf.constant(1)])

@@ -124,11 +124,7 @@ def test_rank0_results_are_numpy_scalars_and_dtypes_kept(backend):
     assert isinstance(va, np.ndarray) and va.dtype == np.float64
 
 
-def test_float16_scalar_result(backend, request):
-    if backend == "numba":
-        request.applymarker(pytest.mark.xfail(
-            reason="the numba backend raises NotImplementedError(float16) compiling a "
-                   "float16 constant fetch (reported to the compiler's owner)", strict=False))
+def test_float16_scalar_result(backend):
     f16 = tf.constant(1.5, dtype=tf.float16)
     with tf.Session() as sess:
         v = sess.run(f16)

@@ -135,6 +135,29 @@ def _int_list_arg(value, what: str):
     return tuple(int(d) for d in arr.reshape(-1)), None
 
 
+def _autopack(values, dtype, name: str) -> Tensor:
+    """A (nested) list holding tensors as one tensor (`tf.stack` of the rows, op "packed");
+    Python numbers take the dtype of the tensors beside them."""
+    def first_dtype(v):
+        for e in v:
+            if isinstance(e, (list, tuple)):
+                d = first_dtype(e)
+                if d is not None:
+                    return d
+            elif isinstance(e, Tensor) or hasattr(e, "_to_tensor"):
+                return convert_to_tensor(e).dtype
+        return None
+    dt = dtype if dtype is not None else first_dtype(values)
+
+    def pack(v):
+        return stack([pack(e) if isinstance(e, (list, tuple)) else convert_to_tensor(e, dt)
+                      for e in v])
+    with name_scope(None, name) as scope:
+        rows = [pack(e) if isinstance(e, (list, tuple)) else convert_to_tensor(e, dt)
+                for e in values]
+        return stack(rows, name=scope)
+
+
 def _args(op, dyn, *keys):
     """The values of `keys`: the attribute when static, else the next dynamic input's value."""
     out = []
