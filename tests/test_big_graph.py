@@ -34,14 +34,12 @@ def test_chain_on_every_backend(backend):
     np.testing.assert_array_equal(out, [N, N + 1])
 
 
-def test_chain_of_structural_ops():
-    # Interpreter only: the numba backend's compile time grows steeply with such chains
-    # (about 7 s for 50 reshape/transpose ops, 21 s for 200), so it is left out here.
+def test_chain_of_structural_ops(backend):
     x = tf.placeholder(tf.float32, [2, 3])
     y = x
     for i in range(N // 4):
         y = tf.transpose(y) if i % 2 else tf.reshape(y, [3, 2])
-    with tf.Session(backend="interpreter") as sess:
+    with tf.Session() as sess:
         out = sess.run(y, {x: np.arange(6, dtype=np.float32).reshape(2, 3)})
     want = np.arange(6, dtype=np.float32).reshape(2, 3)
     for i in range(N // 4):
