@@ -447,3 +447,18 @@ def test_basics_example_runs():
     assert "variables: ['layer/w:0', 'layer/b:0', 'total:0']" in out
     assert "layer_1/add" in out
     assert "accumulated: 30.0" in out and "total is still 30.0" in out
+
+
+def test_variable_scope_without_name_scope_and_with_values():
+    with tf.variable_scope("a", auxiliary_name_scope=False):
+        w = tf.get_variable("w", [1])
+        c = tf.constant(1.0, name="c")
+    assert w.name == "a/w:0" and c.name == "c:0"
+    g = tf.Graph()
+    with g.as_default():
+        t = tf.constant(1.0)
+    with tf.variable_scope("v", values=[t]):
+        e = tf.constant(2.0, name="e")
+        v = tf.get_variable("k", [1])
+    assert e.graph is g and e.name == "v/e:0" and v.graph is g and v.name == "v/k:0"
+    assert tf.get_default_graph() is not g
