@@ -368,15 +368,16 @@ class Lowerer:
         # consumer counts within this kernel (+1 for a requested output)
         self.uses: dict = {}
         for op in self.ops:
-            for t in op.inputs:
+            for i in _value_inputs(op):
+                t = op.inputs[i]
                 self.uses[t] = self.uses.get(t, 0) + 1
         for t in self.outputs:
             self.uses[t] = self.uses.get(t, 0) + 1
         self.remaining = dict(self.uses)
         self.inlinable: dict = {}
         for op in self.ops:
-            for i, t in enumerate(op.inputs):
-                self.inlinable.setdefault(t, []).append(_can_inline_into(op, i))
+            for i in _value_inputs(op):
+                self.inlinable.setdefault(op.inputs[i], []).append(_can_inline_into(op, i))
         self.writes: dict = {}  # var op -> positions of writes
 
     # -- values ---------------------------------------------------------------------------
@@ -529,7 +530,8 @@ class Lowerer:
                 self.const_inputs.append((v.slot, op))
                 self.info[outs[0]] = v
             return
-        for x in op.inputs:
+        for i in _value_inputs(op):
+            x = op.inputs[i]
             self.remaining[x] = self.remaining.get(x, 1) - 1
         if all(o in self.fed for o in outs) and not d.stateful:
             return
@@ -687,9 +689,10 @@ class Lowerer:
     def _place(self, out, p: Pending, pos: int) -> None:
         """Keep `p` inlinable if its one consumer can take an expression, else store it."""
         n = self.uses.get(out, 0)
-        if n == 0:
-            return
         self.info[out] = p
+        if n == 0:
+            p.consumed = True  # only its shape may be asked for: never computed
+            return
         inl = self.inlinable.get(out, [])
         if not (n == 1 and len(inl) == 1 and inl[0] and out not in self.outputs):
             if not p.ones:
@@ -722,13 +725,15 @@ class Lowerer:
                                           "outside the valid range"))
         outs = []
         for i, t in enumerate(op.outputs):
+            loss = how in ("xent", "sparse_xent") and i == 0
+            ones, dims = (x.ones[:-1], x.dims[:-1]) if loss else (x.ones, x.dims)
             if t in self.fed or not self.uses.get(t, 0):
                 outs.append(None)
+                if t not in self.fed:  # only its shape may be asked for
+                    self.info[t] = Pending(Lit(0, t.dtype.name), t.dtype.name, ones, dims,
+                                           frozenset(), pos, consumed=True)
                 continue
-            if how in ("xent", "sparse_xent") and i == 0:
-                v = self._buf(t.dtype.name, x.ones[:-1], x.dims[:-1])
-            else:
-                v = self._buf(t.dtype.name, x.ones, x.dims)
+            v = self._buf(t.dtype.name, ones, dims)
             outs.append(v)
             self.info[t] = v
         if any(o is not None for o in outs):
@@ -746,7 +751,10 @@ class Lowerer:
                           tuple(1 if int(d) == 1 else ("const", int(d)) for d in target), None)
             ones, dims = self._broadcast(parts + [shape_part], pos)
         else:
-            parts = [self._expr(x) for x in op.inputs]
+            used = set(_value_inputs(op))
+            parts = [self._expr(x, shape_only=i not in used) for i, x in enumerate(op.inputs)]
+            parts = [p if i in used else (Lit(0, p[1]),) + p[1:3] + (p[3], frozenset())
+                     for i, p in enumerate(parts)]
             ones, dims = self._broadcast(parts, pos)
         static = out.shape.as_tuple()
         if static is not None and (len(static) != len(ones) or any(
@@ -761,7 +769,9 @@ class Lowerer:
             return
         n = self.uses.get(out, 0)
         if n == 0:
-            return  # nothing reads it: pure, so skip it
+            # nothing reads its value (at most its shape): never computed
+            self.info[out] = Pending(expr, dtype, ones, dims, frozenset(), pos, consumed=True)
+            return
         depth = 1 + max((getattr(self.info.get(x), "depth", 0) for x in op.inputs), default=0)
         p = Pending(expr, dtype, ones, dims, reads, pos, depth=depth)
         self.info[out] = p
@@ -876,6 +886,18 @@ def _scalar_or_buf(low: Lowerer, p: Pending, pos: int) -> Value:
     v = Value("buf", low.nbuf, p.dtype, (), (), f"s{low.nbuf}")
     low.stmts.append(Loop(v, p.expr, pos))
     return v
+
+
+def _value_inputs(op) -> list:
+    """Indices of the inputs whose values `op` reads (the others only give a shape)."""
+    d = op.op_def
+    n = len(op.inputs)
+    if d.kind == "elementwise" and d.template is not None and op.type != "BroadcastTo":
+        tmpl = d.template(op) if callable(d.template) else d.template
+        return [i for i in range(n) if "{%d}" % i in tmpl]
+    if op.type in ("Unbroadcast", "BroadcastReduced", "Reshape", "Shape"):
+        return [] if op.type == "Shape" else [0]
+    return list(range(n))
 
 
 def _can_inline_into(op, i: int) -> bool:
