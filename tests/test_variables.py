@@ -462,3 +462,29 @@ def test_variable_scope_without_name_scope_and_with_values():
         v = tf.get_variable("k", [1])
     assert e.graph is g and e.name == "v/e:0" and v.graph is g and v.name == "v/k:0"
     assert tf.get_default_graph() is not g
+
+
+def test_sliced_variable_assign(backend):
+    v = tf.Variable(np.zeros((3, 4), np.float32))
+    i = tf.placeholder(tf.int32, [])
+    a = v[1:3, ::2].assign([[1.0, 2.0], [3.0, 4.0]])
+    b = v[i].assign(tf.ones([4]))
+    c = v[:, -1].assign(tf.constant([7.0, 8.0, 9.0]))
+    assert a.op.type == "StridedSliceAssign" and a.shape.as_list() == [3, 4]
+    want = np.zeros((3, 4), np.float32)
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        want[1:3, ::2] = [[1, 2], [3, 4]]
+        np.testing.assert_array_equal(sess.run(a), want)
+        want[2] = 1
+        np.testing.assert_array_equal(sess.run(b, {i: 2}), want)
+        want[:, -1] = [7, 8, 9]
+        np.testing.assert_array_equal(sess.run(c), want)
+        np.testing.assert_array_equal(sess.run(v), want)
+        d = v[i:].assign(tf.zeros([2, 4]))
+        with pytest.raises(tf.errors.InvalidArgumentError, match="does not match"):
+            sess.run(d, {i: 0})
+        np.testing.assert_array_equal(sess.run(v), want)
+    with pytest.raises(ValueError, match="does not match"):
+        v[0].assign([1.0, 2.0])
+    assert not hasattr((v + 1.0)[0], "assign")

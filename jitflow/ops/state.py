@@ -354,6 +354,68 @@ def install_variable_operators() -> None:
     for n in _OVERLOADS:
         if hasattr(Tensor, n):
             setattr(Variable, n, _delegate(n))
+    Variable.__getitem__ = _variable_getitem
+
+
+# -- sliced assignment: v[1:3].assign(x) --------------------------------------------------------
+class _VariableSlice(Tensor):
+    """A slice of a variable's value that can also be assigned, as `v[1:3].assign(x)` in TF1."""
+
+    __slots__ = ()
+
+    def assign(self, value, name: Optional[str] = None) -> Tensor:
+        """Write `value` into this slice of the variable; the result is the variable's new
+        value."""
+        op = self.op
+        var_t = op.inputs[0].op.inputs[0]  # strided_slice(w/read) -> w
+        value = convert_to_tensor(value, dtype=var_t.dtype)
+        return make_op("StridedSliceAssign", [var_t, value] + list(op.inputs[1:]),
+                       dict(op.attrs), name=name).outputs[0]
+
+
+def _variable_getitem(self, spec) -> Tensor:
+    t = self._snapshot[spec]
+    if t.op.type == "StridedSlice" and t.op.inputs[0] is self._snapshot:
+        t.__class__ = _VariableSlice
+    return t
+
+
+def _slice_view(op):
+    """The StridedSlice this assignment writes through, as a stand-in for the shape rule."""
+    import types
+    return types.SimpleNamespace(inputs=[op.inputs[0]] + list(op.inputs[2:]), attrs=op.attrs,
+                                 name=op.name, type="StridedSlice")
+
+
+def _ss_assign_infer(op):
+    from jitflow.ops.array import _ss_infer
+    ref, value = op.inputs[:2]
+    if ref.op.type != "VariableV2":
+        raise TypeError(f"'StridedSliceAssign' Op requires that input 'ref' be a mutable "
+                        f"tensor (a Variable), got {ref.name}")
+    (_, sliced), = _ss_infer(_slice_view(op))
+    if not sliced.is_compatible_with(value.shape):
+        raise ValueError(f"Sliced l-value shape {sliced} does not match r-value shape "
+                         f"{value.shape} for '{op.name}' (op: 'StridedSliceAssign')")
+    return [(ref.dtype, ref.shape)]
+
+
+def _ss_assign_ref(op, var_op, value, *dyn, ctx):
+    from jitflow.errors import InvalidArgumentError
+    from jitflow.ops.array import _ss_index
+    out = np.array(ctx.read_var(var_op), copy=True)
+    idx = _ss_index(op, out.ndim, dyn)
+    if out[idx].shape != np.shape(value):
+        raise InvalidArgumentError(
+            None, op, f"sliced l-value shape {list(out[idx].shape)} does not match r-value "
+                      f"shape {list(np.shape(value))}")
+    out[idx] = value
+    return ctx.write_var(var_op, out)
+
+
+register("StridedSliceAssign", infer=_ss_assign_infer, ref=_ss_assign_ref, needs_ctx=True,
+         stateful=True, differentiable=False, kind="state",
+         doc="Write input 1 into the strided slice of the variable (attrs as StridedSlice).")
 
 
 # -- assign ops -------------------------------------------------------------------------------
