@@ -186,7 +186,13 @@ def _call(c: _Compiled, ins: list, vars_: list, seg: _Segment):
         if msg.startswith(ERROR_PREFIX):
             _, idx, what = msg.split(":", 2)
             raise _CheckFailed(seg.ops[int(idx)], what) from None
-        raise
+        if not (counting and _drop_numba_cache(fn)):
+            raise
+        out = fn(tuple(args), vs)  # Numba's own cache entry was unreadable: compile afresh
+    except (EOFError, OSError, TypeError, AttributeError, ImportError) as e:
+        if not (counting and _drop_numba_cache(fn)):
+            raise e from None
+        out = fn(tuple(args), vs)
     if counting:
         c.called = True
         if len(fn.overloads) != n0:
@@ -199,6 +205,24 @@ def _call(c: _Compiled, ins: list, vars_: list, seg: _Segment):
 
 class _CheckFailed(Exception):
     """A kernel's prologue found operands it cannot handle; nothing was written."""
+
+
+def _drop_numba_cache(fn) -> bool:
+    """Delete a dispatcher's unreadable Numba cache files and stop it using the cache."""
+    from numba.core.caching import NullCache
+    cache = getattr(fn, "_cache", None)
+    impl = getattr(cache, "_cache_file", None)
+    if impl is None or isinstance(cache, NullCache):
+        return False
+    base = impl._index_name[:-len(".nbi")]
+    try:
+        for f in os.listdir(impl._cache_path):
+            if f.startswith(base + "."):
+                os.unlink(os.path.join(impl._cache_path, f))
+    except OSError:
+        pass
+    fn._cache = NullCache()
+    return True
 
 
 def _cache_hits(fn) -> int:

@@ -85,6 +85,29 @@ def test_disk_cache_is_reused_by_a_new_process(tmp_path):
     assert len(glob.glob(str(tmp_path / "jf_*.py"))) == 1
 
 
+def test_corrupt_numba_cache_files_are_recompiled_in_a_new_process(tmp_path):
+    script = textwrap.dedent("""
+        import numpy as np
+        import jitflow as tf
+        x = tf.placeholder(tf.float32, [None], name="x")
+        with tf.Session() as sess:
+            print(repr(float(sess.run(tf.reduce_sum(x * 1.625), {x: np.ones(4, np.float32)}))))
+    """)
+    env = dict(os.environ, JITFLOW_CACHE_DIR=str(tmp_path), JITFLOW_BACKEND="numba")
+
+    def run():
+        return subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                              text=True, check=True).stdout.strip()
+
+    assert run() == "6.5"
+    files = glob.glob(str(tmp_path / "__pycache__" / "*"))
+    assert files
+    for f in files:
+        with open(f, "w") as fh:
+            fh.write("garbage")
+    assert run() == "6.5"
+
+
 def test_corrupt_cache_entry_is_rebuilt(tmp_path, monkeypatch):
     monkeypatch.setenv("JITFLOW_CACHE_DIR", str(tmp_path))
     x, y = _graph(5.125)
