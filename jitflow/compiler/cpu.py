@@ -189,9 +189,9 @@ def _call(c: _Compiled, ins: list, vars_: list, seg: _Segment):
         if not (counting and _drop_numba_cache(fn)):
             raise
         out = fn(tuple(args), vs)  # Numba's own cache entry was unreadable: compile afresh
-    except (EOFError, OSError, TypeError, AttributeError, ImportError) as e:
+    except Exception:  # noqa: BLE001  (unpickling a damaged cache entry raises anything)
         if not (counting and _drop_numba_cache(fn)):
-            raise e from None
+            raise
         out = fn(tuple(args), vs)
     if counting:
         c.called = True
