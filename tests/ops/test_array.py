@@ -221,14 +221,10 @@ def test_reshape_build_time_errors():
 def test_reshape_run_time_error(backend):
     x = tf.placeholder(tf.float32, [None])
     y = tf.reshape(x, [2, 2])
-    with pytest.raises(tf.errors.InvalidArgumentError, match="(?i)reshape"):
-        run(y, {x: [1.0, 2.0, 3.0]})
-    # TF1's wording, from the reference implementation
-    with tf.Session(backend="interpreter") as sess:
-        with pytest.raises(tf.errors.InvalidArgumentError,
-                           match="Input to reshape is a tensor with 3 values, but the "
-                                 "requested shape has 4"):
-            sess.run(y, {x: [1.0, 2.0, 3.0]})
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="Input to reshape is a tensor with 3 values, but the requested "
+                             "shape has 4"):
+        run(y * 2.0, {x: [1.0, 2.0, 3.0]})
 
 
 # -- transpose, expand_dims, squeeze ---------------------------------------------------------
