@@ -186,13 +186,13 @@ def _call(c: _Compiled, ins: list, vars_: list, seg: _Segment):
         if msg.startswith(ERROR_PREFIX):
             _, idx, what = msg.split(":", 2)
             raise _CheckFailed(seg.ops[int(idx)], what) from None
-        if not (counting and _drop_numba_cache(fn)):
+        if not counting:
             raise
-        out = fn(tuple(args), vs)  # Numba's own cache entry was unreadable: compile afresh
-    except Exception:  # noqa: BLE001  (unpickling a damaged cache entry raises anything)
-        if not (counting and _drop_numba_cache(fn)):
+        out = _first_call_failed(fn, args, vs, seg, e)
+    except Exception as e:  # noqa: BLE001  (unpickling a damaged cache entry raises anything)
+        if not counting:
             raise
-        out = fn(tuple(args), vs)
+        out = _first_call_failed(fn, args, vs, seg, e)
     if counting:
         c.called = True
         if len(fn.overloads) != n0:
@@ -205,6 +205,20 @@ def _call(c: _Compiled, ins: list, vars_: list, seg: _Segment):
 
 class _CheckFailed(Exception):
     """A kernel's prologue found operands it cannot handle; nothing was written."""
+
+
+def _first_call_failed(fn, args, vs, seg, err):
+    """The first call of a kernel raised: retry without Numba's (maybe damaged) cache entry;
+    if it still fails, the segment runs through the references (raises Unsupported)."""
+    from numba.core.errors import NumbaError
+    if not isinstance(err, NumbaError) and _drop_numba_cache(fn):
+        try:
+            return fn(tuple(args), vs)
+        except Exception as e:  # noqa: BLE001
+            err = e
+    text = str(err).strip()
+    first = text.splitlines()[-1] if text else type(err).__name__
+    raise _fuse.Unsupported(f"Numba could not compile or run it: {first[:200]}", seg) from None
 
 
 def _drop_numba_cache(fn) -> bool:

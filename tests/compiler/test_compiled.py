@@ -405,3 +405,20 @@ def test_float16_runs_through_references():
     f16 = tf.constant(1.5, dtype=tf.float16)
     r = both([f16, f16 * f16])
     assert type(r[0]) is np.float16 and r[1] == np.float16(2.25)
+
+
+def test_a_template_numba_cannot_compile_falls_back_to_the_reference():
+    from jitflow.ops.registry import REGISTRY, register
+    if "TestOnlyBadTemplate" not in REGISTRY:
+        register("TestOnlyBadTemplate", infer=lambda op: [(op.inputs[0].dtype,
+                                                            op.inputs[0].shape)],
+                 ref=lambda op, x: np.asarray(x) * 3, kind="elementwise",
+                 template="np.no_such_function({0})", differentiable=False)
+    try:
+        x = tf.placeholder(tf.float32, [None])
+        y = tf.get_default_graph().create_op("TestOnlyBadTemplate", [x]).outputs[0] + 1.0
+        with pytest.warns(RuntimeWarning, match="could not be generated"):
+            out = both(y, {x: np.arange(3, dtype=np.float32)})
+        np.testing.assert_array_equal(out, [1, 4, 7])
+    finally:
+        REGISTRY.pop("TestOnlyBadTemplate", None)
