@@ -199,7 +199,19 @@ class _Writer:
         self.alloc(s.out, depth, s.op)
         a = s.a.name + (".T" if s.ta else "")
         b = s.b.name + (".T" if s.tb else "")
-        self.emit(depth, f"np.dot({a}, {b}, {s.out.name})", s.op)
+        if s.out.dtype.startswith("float"):
+            self.emit(depth, f"np.dot({a}, {b}, {s.out.name})", s.op)
+            return
+        # integers: no BLAS; loops in i-k-j order, accumulating into the output rows
+        o, op = s.out.name, s.op
+        self.emit(depth, f"a_{o} = {a}", op)
+        self.emit(depth, f"b_{o} = {b}", op)
+        self.emit(depth, f"{o}.fill(0)", op)
+        self.emit(depth, f"for i in range(a_{o}.shape[0]):", op)
+        self.emit(depth + 1, f"for k in range(a_{o}.shape[1]):", op)
+        self.emit(depth + 2, f"q = a_{o}[i, k]", op)
+        self.emit(depth + 2, f"for j in range(b_{o}.shape[1]):", op)
+        self.emit(depth + 3, f"{o}[i, j] += q * b_{o}[k, j]", op)
 
     def row(self, s: RowOp, depth: int) -> None:
         """Softmax-family ops: per row, max, sum of exps, then the outputs."""

@@ -270,7 +270,7 @@ def supported(op) -> bool:
     if t == "Unbroadcast":
         return op.inputs[0].shape.ndims is not None and op.inputs[1].shape.ndims is not None
     if t in ("MatMul", "BatchMatMul", "BatchMatMulV2"):
-        return (t == "MatMul" and op.inputs[0].dtype.name in _FLOAT
+        return (t == "MatMul" and op.inputs[0].dtype.name != "bool"
                 and op.inputs[0].shape.ndims == 2 and op.inputs[1].shape.ndims == 2
                 and not op.attrs.get("adjoint_a") and not op.attrs.get("adjoint_b"))
     if t in ("Assign", "AssignAdd", "AssignSub"):

@@ -96,13 +96,15 @@ def test_matmul_with_transposes_and_epilogue(ta, tb):
     both(tf.nn.relu(tf.matmul(a, b, transpose_a=ta, transpose_b=tb) + 1.0), {a: av, b: bv})
 
 
-def test_integer_matmul_falls_back_to_the_reference():
-    a = tf.constant(np.arange(6, dtype=np.int32).reshape(2, 3))
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, True)])
+def test_integer_matmul_runs_in_loops(ta, tb):
+    a = tf.placeholder(tf.int32, [None, None])
     b = tf.constant(np.arange(6, dtype=np.int32).reshape(3, 2))
-    with pytest.warns(RuntimeWarning, match="MatMul"):
-        out = both(tf.matmul(a, b) + 1, init=False)
-    np.testing.assert_array_equal(out, np.arange(6).reshape(2, 3) @ np.arange(6).reshape(3, 2)
-                                  + 1)
+    av = np.arange(-3, 3, dtype=np.int32).reshape(2, 3)
+    out = both(tf.matmul(a, tf.transpose(b) if tb else b, transpose_a=ta, transpose_b=tb) + 1,
+               {a: av.T.copy() if ta else av}, init=False)
+    np.testing.assert_array_equal(out, av @ np.arange(6).reshape(3, 2) + 1)
+    assert out.dtype == np.int32
 
 
 def test_softmax_family_rows():
