@@ -363,7 +363,11 @@ class Graph:
                 c = c.op if isinstance(c, Tensor) else c
                 if c not in ctrl:
                     ctrl.append(c)
-            op = Operation(self, op_type, full, inputs, dict(attrs or {}), ctrl, op_def)
+            attrs = dict(attrs or {})
+            override = self._attr_scope.get("_gradient_override")
+            if override and op_type in override:
+                attrs["_gradient_op_type"] = override[op_type]
+            op = Operation(self, op_type, full, inputs, attrs, ctrl, op_def)
             specs = op_def.infer(op)
             op.outputs = tuple(Tensor(op, i, _dtypes.as_dtype(d), as_shape(s))
                                for i, (d, s) in enumerate(specs))
@@ -639,8 +643,10 @@ def convert_to_tensor(value, dtype=None, name: Optional[str] = None,
                 pass
         arr = _infer_numpy(value)
         return constant(arr, dtype=arr.dtype, name=name or "Const")
-    arr = _infer_numpy(value) if not isinstance(value, (np.ndarray, np.generic)) else value
-    arr = np.asarray(arr)
+    # With a target dtype, Python floats go straight to it (no float32 rounding on the way).
+    arr = np.asarray(value)
+    if arr.dtype.kind in "SUO":
+        arr = _infer_numpy(value)  # raises TF1's TypeError for non-numeric values
     if arr.dtype.kind == "f" and dtype.is_integer:
         raise TypeError(f"Expected {dtype.name}, got {value!r} of type "
                         f"'{type(value).__name__}' instead.")

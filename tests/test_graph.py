@@ -456,3 +456,33 @@ def test_lists_holding_tensors_are_packed(backend):
     assert vm == 3.0
     with pytest.raises((TypeError, ValueError)):
         tf.convert_to_tensor([a, tf.constant(1)])
+
+
+def test_python_float_converts_straight_to_float64_without_float32_rounding(backend):
+    x = tf.placeholder(tf.float64, [2])
+    y = x * 1.0001
+    with tf.Session() as sess:
+        out = sess.run(y, {x: [1.0, 2.0]})
+    np.testing.assert_array_equal(out, np.array([1.0, 2.0]) * 1.0001)
+
+
+def test_ndarray_times_variable_is_one_tensor():
+    v = tf.Variable([1.0, 2.0])
+    z = np.array([2.0, 3.0], dtype=np.float32) * v
+    assert isinstance(z, tf.Tensor)
+    assert z.shape.as_list() == [2]
+
+
+@tf.RegisterGradient("TimesThreeForTest")
+def _times_three(op, grad):
+    return [grad * 3.0]
+
+
+def test_gradient_override_map_selects_the_registered_gradient(backend):
+    a = tf.placeholder(tf.float32, [])
+    with tf.get_default_graph().gradient_override_map({"Identity": "TimesThreeForTest"}):
+        b = tf.identity(a)
+    c = tf.identity(a)
+    gb, gc = tf.gradients(b, a)[0], tf.gradients(c, a)[0]
+    with tf.Session() as sess:
+        assert sess.run([gb, gc], {a: 1.0}) == [3.0, 1.0]

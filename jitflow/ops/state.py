@@ -172,6 +172,8 @@ register("ReportUninitializedVariables",
 class Variable:
     """A TF1 (ref) variable: a VariableV2 op, its `Assign` initializer and a `read` snapshot."""
 
+    __array_priority__ = 100  # ndarray <op> Variable defers to the Variable's reflected method
+
     def __init__(self, initial_value=None, trainable: bool = True, collections=None,
                  validate_shape: bool = True, caching_device=None, name: Optional[str] = None,
                  variable_def=None, dtype=None, expected_shape=None, import_scope=None,
