@@ -489,6 +489,7 @@ class Executable:
 
     def _run_driver(self, feed_values, session):
         from jitflow.interpreter import RunContext, _resolve, run_op_reference
+        t0 = time.perf_counter() if self.debug >= 2 else 0.0
         plan = self.plan
         env = dict(zip(plan.feeds, feed_values))
         for op, v in zip(self.pre, self._draw_with_feeds(feed_values, session)):
@@ -537,6 +538,10 @@ class Executable:
                 else:
                     results.append(env[t])
         ctx.commit()
+        if self.debug >= 2:
+            n_native = sum(isinstance(s, _Segment) for s in self.steps)
+            _debug(f"run {len(self.steps)} steps ({n_native} native): "
+                   f"{(time.perf_counter() - t0) * 1e6:.1f} us")
         return results
 
     # -- make_callable --------------------------------------------------------------------------
