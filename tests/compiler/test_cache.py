@@ -145,3 +145,10 @@ def test_cache_can_be_disabled(tmp_path, monkeypatch):
         out = sess.run(y, {x: np.ones((1, 3), np.float32)})
     assert out.shape == (1,)
     assert not glob.glob(str(tmp_path / "*.py"))
+
+
+def test_import_jitflow_does_not_import_numba():
+    code = "import sys, jitflow; s = jitflow.Session(); print('numba' in sys.modules, s.backend)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env=dict(os.environ, JITFLOW_BACKEND="")).stdout.split()
+    assert out == ["False", "numba"]
