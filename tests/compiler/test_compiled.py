@@ -424,3 +424,32 @@ def test_a_template_numba_cannot_compile_falls_back_to_the_reference():
         np.testing.assert_array_equal(out, [1, 4, 7])
     finally:
         REGISTRY.pop("TestOnlyBadTemplate", None)
+
+
+def test_chained_updates_of_one_variable_in_one_run():
+    v = tf.Variable(np.arange(3, dtype=np.float32))
+    r0 = tf.identity(v)                      # snapshot before any write
+    a1 = tf.assign_add(v, np.ones(3, np.float32))
+    with tf.control_dependencies([a1]):
+        r1 = v.read_value() * 1.0            # reads after the first write
+        a2 = tf.assign(v, v.read_value() * 2.0)
+    with tf.control_dependencies([a2]):
+        r2 = tf.reduce_sum(v.read_value())   # reads after the second write
+    both([r0, a1, r1, a2, r2], steps=2, after=v)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got = sess.run([r0, r1, r2])
+    np.testing.assert_array_equal(got[0], [0, 1, 2])
+    np.testing.assert_array_equal(got[1], [1, 2, 3])
+    assert got[2] == 12.0
+
+
+def test_two_sessions_on_one_graph_keep_separate_variables():
+    v = tf.Variable(1.0)
+    inc = v.assign_add(1.0)
+    s1, s2 = tf.Session(), tf.Session()
+    for s in (s1, s2):
+        s.run(tf.global_variables_initializer())
+    for _ in range(3):
+        s1.run(inc)
+    assert s1.run(v) == 4.0 and s2.run(v) == 1.0
