@@ -399,7 +399,6 @@ def _fold(t: Tensor, max_ops: int = 500):
 def _assert_ref(op, c, *data):
     if not np.all(c):
         from jitflow.errors import InvalidArgumentError
-        from jitflow.ops.array import _format_value
         summarize = op.attrs["summarize"]
         parts = []
         for d in data:
@@ -408,10 +407,17 @@ def _assert_ref(op, c, *data):
                 items = [x.decode() if isinstance(x, bytes) else str(x) for x in d.reshape(-1)]
                 parts.append(" ".join(items))
             else:
-                parts.append(_format_value(d, summarize))
+                flat = d.reshape(-1)
+                text = " ".join(_num(v) for v in flat[:summarize])
+                parts.append(text + ("..." if flat.size > summarize else ""))
         raise InvalidArgumentError(None, op, "assertion failed: [" + "] [".join(parts) + "]"
                                    f"\n\t [[node {op.name} (Assert)]]")
     return ()
+
+
+def _num(v) -> str:
+    return str(v).lower() if isinstance(v, np.bool_) else f"{v:g}" if isinstance(
+        v, np.floating) else str(v)
 
 
 def _assert_infer(op):

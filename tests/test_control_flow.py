@@ -1,0 +1,212 @@
+"""tf.cond, tf.case, tf.while_loop, tf.Assert and the tf.debugging.assert_* family."""
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import pytest
+
+import jitflow as tf
+
+X = np.array([[1.0, -2.0, 3.0], [0.5, 4.0, -1.0]], dtype=np.float32)
+
+
+def test_cond_selects_taken_branch(backend):
+    p = tf.placeholder(tf.bool, [])
+    x = tf.placeholder(tf.float32, [None, 3])
+    y = tf.cond(p, lambda: x * 2.0, lambda: x - 1.0)
+    assert y.op.name == "cond/Merge" and y.shape.as_list() == [None, 3]
+    with tf.Session() as sess:
+        np.testing.assert_allclose(sess.run(y, {p: True, x: X}), X * 2)
+        np.testing.assert_allclose(sess.run(y, {p: False, x: X}), X - 1)
+
+
+def test_cond_nested_structures_and_strict(backend):
+    p = tf.placeholder(tf.bool, [])
+    x = tf.constant(X)
+    Pair = collections.namedtuple("Pair", "a b")
+    out = tf.cond(p, lambda: {"s": Pair(x, x + 1.0), "t": [x * 3.0]},
+                  lambda: {"s": Pair(x * 0.0, x), "t": [x]})
+    single = tf.cond(p, lambda: [x], lambda: [x + 1.0])
+    kept = tf.cond(p, lambda: [x], lambda: [x + 1.0], strict=True)
+    assert isinstance(out["s"], Pair) and isinstance(single, tf.Tensor)
+    assert isinstance(kept, list) and len(kept) == 1
+    with tf.Session() as sess:
+        r = sess.run(out, {p: False})
+        np.testing.assert_allclose(r["s"].a, 0 * X)
+        np.testing.assert_allclose(r["s"].b, X)
+        np.testing.assert_allclose(r["t"][0], X)
+        np.testing.assert_allclose(sess.run(single, {p: False}), X + 1)
+        np.testing.assert_allclose(sess.run(out["t"][0], {p: True}), 3 * X)
+
+
+def test_cond_branches_of_different_shapes(backend):
+    p = tf.placeholder(tf.bool, [])
+    y = tf.cond(p, lambda: tf.constant([1.0, 2.0]), lambda: tf.constant([5.0, 6.0, 7.0]))
+    assert y.op.type == "CondPick" and y.shape.as_list() == [None]
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(y, {p: True}), [1.0, 2.0])
+        np.testing.assert_array_equal(sess.run(y, {p: False}), [5.0, 6.0, 7.0])
+
+
+def test_cond_gradient_goes_to_taken_branch(backend):
+    p = tf.placeholder(tf.bool, [])
+    w = tf.Variable(X)
+    loss = tf.reduce_sum(tf.cond(p, lambda: w * w, lambda: 3.0 * w))
+    g, = tf.gradients(loss, [w])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        np.testing.assert_allclose(sess.run(g, {p: True}), 2 * X)
+        np.testing.assert_allclose(sess.run(g, {p: False}), np.full_like(X, 3.0))
+
+
+def test_cond_with_random_branch_runs(backend):
+    """Dropout under an is_training flag: random ops are allowed in a branch."""
+    training = tf.placeholder_with_default(False, [])
+    x = tf.ones([4, 5])
+    y = tf.cond(training, lambda: tf.nn.dropout(x, keep_prob=0.5), lambda: x)
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(y), np.ones((4, 5), np.float32))
+        v = sess.run(y, {training: True})
+        assert set(np.unique(v)) <= {0.0, 2.0}
+
+
+def test_cond_rejects_side_effects():
+    v = tf.Variable(1.0)
+    p = tf.placeholder(tf.bool, [])
+    with pytest.raises(NotImplementedError, match="Assign.*side effects|side effects"):
+        tf.cond(p, lambda: tf.assign(v, 2.0), lambda: tf.identity(v))
+    with pytest.raises(NotImplementedError, match="false_fn"):
+        tf.cond(p, lambda: tf.identity(v),
+                lambda: tf.Print(v.read_value() if hasattr(v, "read_value") else v + 0, [v]))
+
+
+def test_cond_argument_errors():
+    x = tf.constant(1.0)
+    p = tf.placeholder(tf.bool, [])
+    with pytest.raises(TypeError, match="Python bool"):
+        tf.cond(True, lambda: x, lambda: x)
+    with pytest.raises(TypeError, match="callable"):
+        tf.cond(p, x, lambda: x)
+    with pytest.raises(ValueError, match="same type"):
+        tf.cond(p, lambda: x, lambda: tf.constant(1))
+    with pytest.raises(ValueError, match="structure"):
+        tf.cond(p, lambda: (x, x), lambda: x)
+    with pytest.raises(ValueError, match="rank 0"):
+        tf.cond(tf.placeholder(tf.bool, [2]), lambda: x, lambda: x)
+
+
+def test_cond_fn1_fn2_legacy_names(backend):
+    p = tf.placeholder(tf.bool, [])
+    y = tf.cond(p, fn1=lambda: tf.constant(1), fn2=lambda: tf.constant(2))
+    with tf.Session() as sess:
+        assert sess.run(y, {p: True}) == 1 and sess.run(y, {p: False}) == 2
+
+
+def test_case_first_true_predicate_wins(backend):
+    x = tf.placeholder(tf.int32, [])
+    y = tf.case([(tf.less(x, 0), lambda: tf.constant(-1)),
+                 (tf.equal(x, 0), lambda: tf.constant(0))],
+                default=lambda: tf.constant(1))
+    with tf.Session() as sess:
+        assert [sess.run(y, {x: v}) for v in (-5, 0, 7)] == [-1, 0, 1]
+
+
+def test_case_exclusive_checks_at_run_time(backend):
+    x = tf.placeholder(tf.int32, [])
+    y = tf.case([(x > 0, lambda: tf.constant(1)), (x > 1, lambda: tf.constant(2))],
+                default=lambda: tf.constant(0), exclusive=True)
+    with tf.Session() as sess:
+        assert sess.run(y, {x: 1}) == 1
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            sess.run(y, {x: 5})
+
+
+def test_while_loop_with_static_trip_count(backend):
+    x = tf.placeholder(tf.float32, [3])
+    i, acc = tf.while_loop(lambda i, a: i < 4, lambda i, a: (i + 1, a * x),
+                           [tf.constant(0), tf.ones([3])])
+    one = tf.while_loop(lambda k: k < 10, lambda k: k + 3, [tf.constant(1)])
+    xv = np.array([1.0, 2.0, -1.0], np.float32)
+    with tf.Session() as sess:
+        iv, av = sess.run([i, acc], {x: xv})
+        assert iv == 4
+        np.testing.assert_allclose(av, xv ** 4)
+        assert sess.run(one) == 10
+
+
+def test_while_loop_maximum_iterations(backend):
+    r = tf.while_loop(lambda k: k < 100, lambda k: k * 2, [tf.constant(1)],
+                      maximum_iterations=5)
+    with tf.Session() as sess:
+        assert sess.run(r) == 32
+
+
+def test_while_loop_dynamic_condition_not_implemented():
+    n = tf.placeholder(tf.int32, [])
+    with pytest.raises(NotImplementedError, match="run-time values"):
+        tf.while_loop(lambda i: i < n, lambda i: i + 1, [tf.constant(0)])
+
+
+def test_assert_raises_only_when_false(backend):
+    x = tf.placeholder(tf.float32, [None])
+    check = tf.Assert(tf.reduce_all(x > 0), ["x must be positive", x])
+    with tf.control_dependencies([check]):
+        y = tf.identity(x * 2.0)
+    with tf.Session() as sess:
+        np.testing.assert_allclose(sess.run(y, {x: [1.0, 2.0]}), [2.0, 4.0])
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"assertion failed: \[x must be positive\] \[1 -2\]"):
+            sess.run(y, {x: [1.0, -2.0]})
+
+
+@pytest.mark.parametrize("fn,args,ok", [
+    (tf.debugging.assert_equal, ([1, 2], [1, 2]), True),
+    (tf.debugging.assert_equal, ([1, 2], [1, 3]), False),
+    (tf.assert_less, ([1, 2], [2, 3]), True),
+    (tf.assert_less, ([1, 3], [2, 3]), False),
+    (tf.assert_greater_equal, ([2, 3], [2, 3]), True),
+    (tf.assert_positive, ([1.0, 0.5],), True),
+    (tf.assert_positive, ([1.0, 0.0],), False),
+    (tf.assert_non_negative, ([0.0, 2.0],), True),
+    (tf.assert_negative, ([-1.0, 2.0],), False),
+])
+def test_assert_family(fn, args, ok, backend):
+    op = fn(*[tf.constant(a) for a in args])
+    with tf.Session() as sess:
+        if ok:
+            assert sess.run(op) is None
+        else:
+            with pytest.raises(tf.errors.InvalidArgumentError, match="did not hold"):
+                sess.run(op)
+
+
+def test_assert_rank_is_checked_at_build_time():
+    x = tf.constant(X)
+    tf.assert_rank(x, 2)
+    with pytest.raises(ValueError, match="must have rank 1"):
+        tf.assert_rank(x, 1)
+
+
+def test_cond_matches_tensorflow():
+    tf1 = pytest.importorskip("tensorflow.compat.v1")
+    tf1.disable_eager_execution()
+
+    def program(t):
+        p = t.placeholder(t.bool, [])
+        x = t.placeholder(t.float32, [None, 3])
+        w = t.Variable(t.constant(X[0]))
+        y = t.cond(p, lambda: t.nn.relu(x * w), lambda: t.tanh(x - w))
+        loss = t.reduce_sum(y * y)
+        g = t.gradients(loss, [w])[0]
+        with t.Session() as sess:
+            sess.run(t.global_variables_initializer())
+            return [sess.run([y, g], {p: b, x: X}) for b in (True, False)]
+
+    g = tf1.Graph()
+    with g.as_default():
+        want = program(tf1)
+    got = program(tf)
+    for (gy, gg), (wy, wg) in zip(got, want):
+        np.testing.assert_allclose(gy, wy, rtol=1e-6)
+        np.testing.assert_allclose(gg, wg, rtol=1e-5, atol=1e-6)
