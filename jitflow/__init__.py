@@ -99,4 +99,4 @@ from jitflow.serialize import import_graph_def  # noqa: E402,F401
 from jitflow import export  # noqa: E402,F401  (a module you can call: export(sess, ...))
 from jitflow.export import load  # noqa: E402,F401
 from jitflow import viz  # noqa: E402,F401
-from jitflow import debugging, layers, summary, metrics  # noqa: E402,F401
+from jitflow import app, debugging, flags, layers, logging, metrics, summary  # noqa: E402,F401,E501
