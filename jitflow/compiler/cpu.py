@@ -165,15 +165,20 @@ def compile_segment(seg: _Segment, in_arrays, var_arrays, reason: str) -> _Compi
              "variables": [seg.var_ops[i].name for i in order],
              "results": [t.name for t in seg.out_tensors]}
     c = _Compiled(fn, kernel, const_vals, tagged, module_source(tagged, vm_import), names)
-    c.var_order = order  # type: ignore[attr-defined]
+    # None: the kernel takes the variables in the segment's order (the common case)
+    c.var_order = None if order == list(range(len(seg.var_ops))) else order
     return c
 
 
 def _call(c: _Compiled, ins: list, vars_: list, seg: _Segment):
-    args = list(ins)
-    for _slot, v in c.consts:
-        args.append(v)
-    vs = tuple(vars_[i] for i in c.var_order)
+    if c.consts:
+        args = list(ins)
+        for _slot, v in c.consts:
+            args.append(v)
+    else:
+        args = ins
+    order = c.var_order
+    vs = tuple(vars_) if order is None else tuple([vars_[i] for i in order])
     fn = c.fn
     counting = not c.called
     if counting:
