@@ -210,3 +210,54 @@ def test_cond_matches_tensorflow():
     for (gy, gg), (wy, wg) in zip(got, want):
         np.testing.assert_allclose(gy, wy, rtol=1e-6)
         np.testing.assert_allclose(gg, wg, rtol=1e-5, atol=1e-6)
+
+
+def _functional(t):
+    x = t.constant(np.arange(6.0, dtype=np.float32).reshape(3, 2))
+    v = t.constant([1.0, 2.0, 3.0, 4.0])
+    return [t.map_fn(lambda r: r * 2.0 + 1.0, x),
+            t.map_fn(lambda p: (p[0] + p[1], p[0] * p[1]), (x, x + 1.0),
+                     dtype=(t.float32, t.float32)),
+            t.scan(lambda a, r: a + r, x),
+            t.scan(lambda a, r: a * 2.0 + r, x, initializer=t.ones([2]), reverse=True),
+            t.foldl(lambda a, r: a * r, v),
+            t.foldr(lambda a, r: a - r, v, initializer=t.constant(10.0))]
+
+
+def test_functional_ops_by_hand(backend):
+    with tf.Session() as sess:
+        m, (s_, p_), sc, scr, fl, fr = sess.run(_functional(tf))
+    x = np.arange(6.0).reshape(3, 2)
+    np.testing.assert_allclose(m, x * 2 + 1)
+    np.testing.assert_allclose(s_, 2 * x + 1)
+    np.testing.assert_allclose(p_, x * (x + 1))
+    np.testing.assert_allclose(sc, np.cumsum(x, axis=0))
+    want, a = np.zeros_like(x), np.ones(2)
+    for i in (2, 1, 0):
+        a = a * 2 + x[i]
+        want[i] = a
+    np.testing.assert_allclose(scr, want)
+    assert fl == 24.0 and fr == 10.0 - 4 - 3 - 2 - 1
+
+
+def test_functional_ops_match_tensorflow():
+    tf1 = pytest.importorskip("tensorflow.compat.v1")
+    tf1.disable_eager_execution()
+    g = tf1.Graph()
+    with g.as_default(), tf1.Session() as sess:
+        want = sess.run(_functional(tf1))
+    with tf.Session() as sess:
+        got = sess.run(_functional(tf))
+    for a, b in zip(_flat(got), _flat(want)):
+        np.testing.assert_allclose(a, b)
+
+
+def _flat(x):
+    if isinstance(x, (list, tuple)):
+        return [y for e in x for y in _flat(e)]
+    return [x]
+
+
+def test_map_fn_needs_a_static_length():
+    with pytest.raises(NotImplementedError, match="known at build time"):
+        tf.map_fn(lambda r: r, tf.placeholder(tf.float32, [None, 2]))

@@ -30,7 +30,8 @@ from jitflow.shapes import TensorShape
 __all__ = [
     "cond", "case", "while_loop", "Assert", "assert_equal", "assert_none_equal", "assert_less",
     "assert_less_equal", "assert_greater", "assert_greater_equal", "assert_positive",
-    "assert_negative", "assert_non_negative", "assert_non_positive", "assert_rank",
+    "assert_negative", "assert_non_negative", "assert_non_positive", "assert_rank", "map_fn",
+    "scan", "foldl", "foldr",
 ]
 NAMESPACES = {"debugging": ["Assert", "assert_equal", "assert_none_equal", "assert_less",
                             "assert_less_equal", "assert_greater", "assert_greater_equal",
@@ -335,7 +336,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
                 break
             args = (vars_,) if single else tuple(vars_)
             c = cond(*args)
-            value = _fold(convert_to_tensor(c))
+            value = _constant_fold(convert_to_tensor(c))
             if value is None:
                 raise NotImplementedError(
                     "tf.while_loop: jitflow has no dynamic loops; it unrolls a loop only when "
@@ -365,7 +366,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         return out
 
 
-def _fold(t: Tensor, max_ops: int = 500):
+def _constant_fold(t: Tensor, max_ops: int = 500):
     """The value of `t` if it depends only on constants (run through the references)."""
     value = get_static_value(t)
     if value is not None:
@@ -393,6 +394,99 @@ def _fold(t: Tensor, max_ops: int = 500):
                                                            None)):
                 env[out] = v
     return env[t]
+
+
+# -- map_fn, scan, foldl, foldr: unrolled over a leading dimension known at build time ----------
+def _unstacked(elems, what: str):
+    """(structure, per-element lists of slices, n) for a nest of tensors of equal length."""
+    from jitflow.ops.array import unstack
+    flat = [convert_to_tensor(e) for e in _flatten(elems)]
+    if not flat:
+        raise ValueError(f"{what}: elems must not be empty")
+    dims = [t.shape.as_list()[0] if t.shape.ndims else None for t in flat]
+    n = dims[0]
+    if n is None or any(d != n for d in dims):
+        raise NotImplementedError(
+            f"{what}: jitflow unrolls the loop, so the first dimension of elems must be known "
+            f"at build time and equal for all of them (got {dims})")
+    columns = [unstack(t, num=n) for t in flat]
+    return [_pack_like(elems, [c[i] for c in columns]) for i in range(n)], n
+
+
+def _stack_results(results: list, what: str):
+    from jitflow.ops.array import stack
+    if not results:
+        raise NotImplementedError(f"{what}: elems of length 0 are not supported")
+    flat = [[convert_to_tensor(x) for x in _flatten(r)] for r in results]
+    stacked = [stack([f[i] for f in flat]) for i in range(len(flat[0]))]
+    return _pack_like(results[0], stacked)
+
+
+def map_fn(fn: Callable, elems, dtype=None, parallel_iterations=None, back_prop: bool = True,
+           swap_memory: bool = False, infer_shape: bool = True, name: Optional[str] = None):
+    """`tf.map_fn`: `fn` applied to each slice of `elems` along axis 0, results stacked.
+
+    Unrolled at build time: the length of axis 0 must be known.
+    """
+    if not callable(fn):
+        raise TypeError("fn must be callable.")
+    with name_scope(name, "map", _flatten(elems)):
+        items, _ = _unstacked(elems, "map_fn")
+        graph = get_default_graph()
+        with _Recorder(graph, "fn of map_fn"):
+            results = [fn(x) for x in items]
+        return _stack_results(results, "map_fn")
+
+
+def scan(fn: Callable, elems, initializer=None, parallel_iterations: int = 10,
+         back_prop: bool = True, swap_memory: bool = False, infer_shape: bool = True,
+         reverse: bool = False, name: Optional[str] = None):
+    """`tf.scan`: the running accumulation `a = fn(a, x)` over axis 0, each `a` stacked."""
+    if not callable(fn):
+        raise TypeError("fn must be callable.")
+    with name_scope(name, "scan", _flatten(elems)):
+        items, n = _unstacked(elems, "scan")
+        order = list(range(n))[::-1] if reverse else list(range(n))
+        if initializer is None:
+            acc, order = items[order[0]], order[1:]
+            results = {0 if not reverse else n - 1: acc}
+        else:
+            acc, results = initializer, {}
+        graph = get_default_graph()
+        with _Recorder(graph, "fn of scan"):
+            for i in order:
+                acc = fn(acc, items[i])
+                results[i] = acc
+        return _stack_results([results[i] for i in sorted(results)], "scan")
+
+
+def _fold_over(fn: Callable, elems, initializer, reverse: bool, what: str, name):
+    if not callable(fn):
+        raise TypeError("fn must be callable.")
+    with name_scope(name, what, _flatten(elems)):
+        items, n = _unstacked(elems, what)
+        if reverse:
+            items = items[::-1]
+        if initializer is None:
+            acc, items = items[0], items[1:]
+        else:
+            acc = initializer
+        with _Recorder(get_default_graph(), f"fn of {what}"):
+            for x in items:
+                acc = fn(acc, x)
+        return acc
+
+
+def foldl(fn: Callable, elems, initializer=None, parallel_iterations: int = 10,
+          back_prop: bool = True, swap_memory: bool = False, name: Optional[str] = None):
+    """`tf.foldl`: `fn(fn(fn(init, x0), x1), ...)` over axis 0 (unrolled)."""
+    return _fold_over(fn, elems, initializer, False, "foldl", name)
+
+
+def foldr(fn: Callable, elems, initializer=None, parallel_iterations: int = 10,
+          back_prop: bool = True, swap_memory: bool = False, name: Optional[str] = None):
+    """`tf.foldr`: like foldl from the last element to the first."""
+    return _fold_over(fn, elems, initializer, True, "foldr", name)
 
 
 # -- Assert and the assert_* family ---------------------------------------------------------------
