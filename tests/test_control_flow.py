@@ -261,3 +261,21 @@ def _flat(x):
 def test_map_fn_needs_a_static_length():
     with pytest.raises(NotImplementedError, match="known at build time"):
         tf.map_fn(lambda r: r, tf.placeholder(tf.float32, [None, 2]))
+
+
+def test_loops_reject_side_effects():
+    v = tf.Variable(0.0)
+    with pytest.raises(NotImplementedError, match="tf.while_loop: body.*AssignAdd"):
+        tf.while_loop(lambda i: i < 2, lambda i: (tf.assign_add(v, 1.0), i + 1)[1],
+                      [tf.constant(0)])
+    with pytest.raises(NotImplementedError, match="tf.map_fn: fn"):
+        tf.map_fn(lambda r: tf.assign(v, r), tf.constant([1.0, 2.0]))
+
+
+def test_variables_created_in_a_branch_are_allowed(backend):
+    p = tf.placeholder(tf.bool, [])
+    y = tf.cond(p, lambda: tf.get_variable("w", initializer=tf.constant(3.0)) * 2.0,
+                lambda: tf.constant(1.0))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert sess.run(y, {p: True}) == 6.0 and sess.run(y, {p: False}) == 1.0

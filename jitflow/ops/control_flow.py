@@ -181,11 +181,11 @@ class _Recorder:
             if not d.stateful or d.kind == "random" or op.type in _READ_ONLY or op in inits:
                 continue
             raise NotImplementedError(
-                f"tf.cond: {self.what} creates the stateful op '{op.name}' (type {op.type}). "
-                "jitflow builds both branches of a cond and runs both, selecting the taken "
-                "branch's outputs, so branches with side effects (assignments, prints, "
-                "assertions) are not supported. Move the op out of the branch (e.g. compute "
-                "both updates and select the values with tf.cond/tf.where before one assign).")
+                f"{self.what} creates the stateful op '{op.name}' (type {op.type}). jitflow "
+                "has no lazy control flow: it builds both branches of a cond (and unrolls "
+                "loops) and runs everything built, so functions with side effects "
+                "(assignments, prints, assertions) are not supported there. Move the op out "
+                "(e.g. select the new value with tf.cond/tf.where, then assign once).")
 
 
 def cond(pred, true_fn: Optional[Callable] = None, false_fn: Optional[Callable] = None,
@@ -217,9 +217,9 @@ def cond(pred, true_fn: Optional[Callable] = None, false_fn: Optional[Callable] 
             raise ValueError(f"Shape must be rank 0 but is rank {p.shape.ndims}: the pred of "
                              "cond must be a scalar")
         graph = get_default_graph()
-        with _Recorder(graph, "true_fn"):
+        with _Recorder(graph, "tf.cond: true_fn"):
             res_t = true_fn()
-        with _Recorder(graph, "false_fn"):
+        with _Recorder(graph, "tf.cond: false_fn"):
             res_f = false_fn()
         if res_t is None or res_f is None:
             raise ValueError("true_fn and false_fn must return a value (got None)")
@@ -349,7 +349,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
             if n >= cap:
                 raise NotImplementedError(f"tf.while_loop: more than {cap} iterations to unroll")
             graph = get_default_graph()
-            with _Recorder(graph, "the body of while_loop"):
+            with _Recorder(graph, "tf.while_loop: body"):
                 new = body(*args)
             if single and isinstance(new, (list, tuple)) and len(new) == 1:
                 new = new[0]
@@ -433,7 +433,7 @@ def map_fn(fn: Callable, elems, dtype=None, parallel_iterations=None, back_prop:
     with name_scope(name, "map", _flatten(elems)):
         items, _ = _unstacked(elems, "map_fn")
         graph = get_default_graph()
-        with _Recorder(graph, "fn of map_fn"):
+        with _Recorder(graph, "tf.map_fn: fn"):
             results = [fn(x) for x in items]
         return _stack_results(results, "map_fn")
 
@@ -453,7 +453,7 @@ def scan(fn: Callable, elems, initializer=None, parallel_iterations: int = 10,
         else:
             acc, results = initializer, {}
         graph = get_default_graph()
-        with _Recorder(graph, "fn of scan"):
+        with _Recorder(graph, "tf.scan: fn"):
             for i in order:
                 acc = fn(acc, items[i])
                 results[i] = acc
@@ -471,7 +471,7 @@ def _fold_over(fn: Callable, elems, initializer, reverse: bool, what: str, name)
             acc, items = items[0], items[1:]
         else:
             acc = initializer
-        with _Recorder(get_default_graph(), f"fn of {what}"):
+        with _Recorder(get_default_graph(), f"tf.{what}: fn"):
             for x in items:
                 acc = fn(acc, x)
         return acc
