@@ -472,6 +472,17 @@ class FileWriter:
         data = _graph_def_bytes(graph) if graph is not None else bytes(graph_def)
         self._write(Event(wall_time=time.time(), step=int(global_step or 0), graph_def=data))
 
+    def add_run_metadata(self, run_metadata, tag: str, global_step=None) -> None:
+        """Record a tagged (empty) RunMetadata: jitflow collects no step statistics."""
+        tagged = _f_bytes(1, tag) + _f_bytes(2, b"")
+        event = Event(wall_time=time.time(), step=int(global_step or 0))
+        self._file_write_raw(event.SerializeToString() + _f_bytes(8, tagged))
+
+    def _file_write_raw(self, data: bytes) -> None:
+        if self._closed:
+            self._open()
+        self._file.write(tfrecord(data))
+
     def flush(self) -> None:
         if not self._closed and self._file is not None:
             self._file.flush()

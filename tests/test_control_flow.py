@@ -94,6 +94,8 @@ def test_cond_argument_errors():
         tf.cond(p, lambda: (x, x), lambda: x)
     with pytest.raises(ValueError, match="rank 0"):
         tf.cond(tf.placeholder(tf.bool, [2]), lambda: x, lambda: x)
+    with pytest.raises(ValueError, match="at least one result"):
+        tf.cond(p, lambda: None, lambda: None)
 
 
 def test_cond_fn1_fn2_legacy_names(backend):

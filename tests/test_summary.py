@@ -74,6 +74,7 @@ def test_file_writer_events_read_by_tensorflow(tmp_path, backend):
             writer.add_summary(sess.run(merged, {x: [1.0, 2.0, 3.0, 4.0 + step]}), step)
     manual = tf.summary.Summary(value=[tf.summary.Summary.Value(tag="lr", simple_value=0.5)])
     writer.add_summary(manual, 7)
+    writer.add_run_metadata(tf.RunMetadata(), "step007", 7)
     writer.flush()
     writer.close()
     events = _read_events(str(tmp_path))
@@ -92,6 +93,7 @@ def test_file_writer_events_read_by_tensorflow(tmp_path, backend):
     assert last["note"].tensor.string_val == [b"hello"]
     assert summaries[3].summary.value[0].tag == "lr"
     assert summaries[3].summary.value[0].simple_value == 0.5
+    assert events[-1].tagged_run_metadata.tag == "step007" and events[-1].step == 7
 
 
 def test_summaries_match_tensorflow(backend):

@@ -221,8 +221,8 @@ def cond(pred, true_fn: Optional[Callable] = None, false_fn: Optional[Callable] 
             res_t = true_fn()
         with _Recorder(graph, "tf.cond: false_fn"):
             res_f = false_fn()
-        if res_t is None or res_f is None:
-            raise ValueError("true_fn and false_fn must return a value (got None)")
+        if res_t is None or res_f is None or not _flatten(res_t):
+            raise ValueError("true_fn and false_fn must return at least one result.")
         if not _same_structure(res_t, res_f):
             raise ValueError(f"The two structures don't have the same nested structure.\n\n"
                              f"First structure: {res_t!r}\n\nSecond structure: {res_f!r}")
