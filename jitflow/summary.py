@@ -8,6 +8,7 @@ field encoding, masked CRC32C), so there is no protobuf dependency.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import struct
 import time
@@ -294,12 +295,19 @@ for _t, _r in (("ScalarSummary", _scalar_ref), ("HistogramSummary", _histogram_r
              doc="A serialized Summary protocol buffer (scalar string).")
 
 
+def _clean_tag(name: Optional[str]) -> Optional[str]:
+    """TF1's tag cleaning: characters other than [-/\\w.] become '_', no leading '/'."""
+    if name is None:
+        return None
+    return re.sub(r"[^-/\w\.]", "_", name).lstrip("/")
+
+
 def _summary_op(op_type: str, name: str, tensor, collections, family, attrs=None) -> Tensor:
-    if family:
-        name = f"{family}/{name}"
-    with name_scope(name, values=[tensor]) as scope:
+    name, family = _clean_tag(name), _clean_tag(family)
+    with name_scope(f"{family}/{name}" if family else name, values=[tensor]) as scope:
         x = convert_to_tensor(tensor)
-        tag = scope.rstrip("/")
+        # with a family TF1 prefixes the scope with it once more (the TensorBoard tab)
+        tag = f"{family}/{scope.rstrip('/')}" if family else scope.rstrip("/")
         out = make_op(op_type, [x], {"tag": tag, **(attrs or {})}, name=scope).outputs[0]
     for key in (collections if collections is not None else [GraphKeys.SUMMARIES]):
         out.graph.add_to_collection(key, out)

@@ -46,6 +46,14 @@ def test_scalar_summary_names_and_bytes(backend):
     assert merged.startswith(got) and b"train/acc" in merged
 
 
+def test_tags_are_cleaned_and_prefixed_by_family():
+    a = tf.summary.scalar("my loss:1", tf.constant(1.0))
+    b = tf.summary.scalar("lr", tf.constant(1.0), family="train")
+    assert a.name == "my_loss_1:0" and b.name == "train/lr:0"
+    assert a.op.get_attr("tag") == "my_loss_1"
+    assert b.op.get_attr("tag") == "train/train/lr"  # TF1 repeats the family for its tab
+
+
 def test_merge_all_empty_and_scalar_checks():
     assert tf.summary.merge_all() is None
     with pytest.raises(ValueError, match="scalar"):
