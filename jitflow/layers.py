@@ -381,6 +381,8 @@ class BatchNormalization(Layer):
         # variance then tracks the unbiased (n / (n - 1)) batch variance.
         self._fused = (rank == 4 and self._axes in ([3], [1])) if self.fused is None \
             else bool(self.fused)
+        if self._fused:
+            self.epsilon = max(self.epsilon, 1.001e-5)  # the fused kernel's lower bound
         dtype = self.dtype or _dtypes.float32
         beta_i, gamma_i, mean_i, var_i = self.inits
         self.gamma = self.beta = None

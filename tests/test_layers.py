@@ -262,3 +262,15 @@ def test_batch_normalization_matches_tensorflow(training, backend):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
     for k in after:
         np.testing.assert_allclose(after[k], want_after[k], rtol=1e-5, atol=1e-6, err_msg=k)
+
+
+def test_batch_normalization_fused_epsilon_floor():
+    four = tf.layers.BatchNormalization(epsilon=1e-8)
+    four(tf.zeros([2, 3, 3, 2]))
+    two = tf.layers.BatchNormalization(epsilon=1e-8)
+    two(tf.zeros([2, 3]))
+    assert four.epsilon == 1.001e-5 and two.epsilon == 1e-8
+    assert [v.op.name for v in two.variables] == [
+        "batch_normalization_1/gamma", "batch_normalization_1/beta",
+        "batch_normalization_1/moving_mean", "batch_normalization_1/moving_variance"]
+    assert len(two.trainable_variables) == 2 and len(two.non_trainable_variables) == 2
