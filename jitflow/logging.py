@@ -5,27 +5,24 @@ application has configured none). The default verbosity is WARN, as TF1's.
 """
 from __future__ import annotations
 
-import logging as _logging
 import sys
 
 __all__ = ["DEBUG", "INFO", "WARN", "ERROR", "FATAL", "set_verbosity", "get_verbosity",
            "debug", "info", "warn", "warning", "error", "fatal", "log", "log_if",
            "log_every_n", "log_first_n", "vlog", "flush", "get_logger"]
 
-DEBUG = _logging.DEBUG
-INFO = _logging.INFO
-WARN = _logging.WARN
-ERROR = _logging.ERROR
-FATAL = _logging.FATAL
+# the standard library's levels (imported lazily: most programs never log)
+DEBUG, INFO, WARN, ERROR, FATAL = 10, 20, 30, 40, 50
 
 _logger = None
 _counts: dict = {}
 
 
-def get_logger() -> _logging.Logger:
+def get_logger():
     """The "jitflow" logger (level WARN and a stderr handler unless configured)."""
     global _logger
     if _logger is None:
+        import logging as _logging
         lg = _logging.getLogger("jitflow")
         if lg.level == _logging.NOTSET:
             lg.setLevel(WARN)

@@ -7,9 +7,9 @@ field encoding, masked CRC32C), so there is no protobuf dependency.
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
-import socket
 import struct
 import time
 import zlib
@@ -162,6 +162,7 @@ class Event(_Message):
         return out
 
 
+@functools.lru_cache(maxsize=None)
 def _histogram_limits() -> np.ndarray:
     """TF's default histogram bucket limits: +-1e-12 * 1.1^k up to 1e20, 0 and +-DBL_MAX."""
     pos = []
@@ -174,24 +175,23 @@ def _histogram_limits() -> np.ndarray:
     return np.concatenate([-pos[::-1], [0.0], pos])
 
 
-_LIMITS = _histogram_limits()
-
 
 def _histo_proto(values: np.ndarray) -> bytes:
     x = np.asarray(values, dtype=np.float64).reshape(-1)
     if x.size and not np.all(np.isfinite(x)):
         from jitflow.errors import InvalidArgumentError
         raise InvalidArgumentError(None, None, "Nan in summary histogram")
-    counts = np.bincount(np.searchsorted(_LIMITS, x, side="right"),
-                         minlength=len(_LIMITS))[:len(_LIMITS)]
+    limits_all = _histogram_limits()
+    counts = np.bincount(np.searchsorted(limits_all, x, side="right"),
+                         minlength=len(limits_all))[:len(limits_all)]
     limits, buckets = [], []
-    i, n = 0, len(_LIMITS)
+    i, n = 0, len(limits_all)
     while i < n:  # runs of empty buckets collapse into one, as TF encodes them
-        end, count = _LIMITS[i], counts[i]
+        end, count = limits_all[i], counts[i]
         i += 1
         if count <= 0:
             while i < n and counts[i] <= 0:
-                end, count = _LIMITS[i], counts[i]
+                end, count = limits_all[i], counts[i]
                 i += 1
         limits.append(end)
         buckets.append(float(count))
@@ -374,6 +374,7 @@ def merge_all(key: str = GraphKeys.SUMMARIES, scope=None, name: Optional[str] = 
 
 
 # -- TFRecord event files -----------------------------------------------------------------------
+@functools.lru_cache(maxsize=None)
 def _crc32c_table() -> list:
     table = []
     for i in range(256):
@@ -384,13 +385,11 @@ def _crc32c_table() -> list:
     return table
 
 
-_CRC_TABLE = _crc32c_table()
-
 
 def crc32c(data: bytes) -> int:
     """CRC-32C (Castagnoli), the checksum of TFRecord framing."""
     crc = 0xFFFFFFFF
-    table = _CRC_TABLE
+    table = _crc32c_table()
     for b in data:
         crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
     return crc ^ 0xFFFFFFFF
@@ -439,6 +438,7 @@ class FileWriter:
             self.add_graph(graph, graph_def=graph_def)
 
     def _open(self) -> None:
+        import socket
         os.makedirs(self._logdir, exist_ok=True)
         name = f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}{self._suffix}"
         path = os.path.join(self._logdir, name)
