@@ -23,10 +23,12 @@ from jitflow.ops.init_ops import ones_initializer, zeros_initializer
 from jitflow.ops.linalg import matmul, tensordot
 from jitflow.ops.state import assign_sub
 from jitflow.ops.variable_scope import get_variable, variable_scope
+from jitflow.shapes import TensorShape
 
 __all__ = [
-    "dense", "conv2d", "max_pooling2d", "average_pooling2d", "flatten", "dropout",
-    "batch_normalization", "Layer", "Dense", "Conv2D", "MaxPooling2D", "AveragePooling2D",
+    "dense", "conv1d", "conv2d", "max_pooling1d", "average_pooling1d", "max_pooling2d",
+    "average_pooling2d", "flatten", "dropout", "batch_normalization", "Layer", "Dense",
+    "Conv1D", "Conv2D", "MaxPooling1D", "AveragePooling1D", "MaxPooling2D", "AveragePooling2D",
     "Flatten", "Dropout", "BatchNormalization",
 ]
 
@@ -260,6 +262,51 @@ class Conv2D(Layer):
         return _activate(self.activation, out)
 
 
+class Conv1D(Conv2D):
+    """`tf.layers.Conv1D`: 1-D convolution over [batch, width, channels], kernel
+    [k, in, filters] (computed as a 2-D convolution over a height of 1, as TF1 does)."""
+
+    _base_name = "conv1d"
+
+    def __init__(self, filters: int, kernel_size, strides=1, padding: str = "valid",
+                 data_format: str = "channels_last", dilation_rate=1, **kwargs) -> None:
+        k, st, d = (_one(v, n) for v, n in ((kernel_size, "kernel_size"), (strides, "strides"),
+                                            (dilation_rate, "dilation_rate")))
+        super().__init__(filters, (1, k), strides=(1, st), padding=padding,
+                         data_format=data_format, dilation_rate=(1, d), **kwargs)
+
+    def build(self, input_shape) -> None:
+        if input_shape.ndims != 3:
+            raise ValueError(f"Input 0 of layer conv1d is incompatible with the layer: expected "
+                             f"ndim=3, found ndim={input_shape.ndims}. Full shape received: "
+                             f"{input_shape}")
+        full = self.kernel_size
+        self.kernel_size = full[1:]
+        try:
+            super().build(TensorShape([input_shape[0], 1] + input_shape.as_list()[1:]))
+        finally:
+            self.kernel_size = full
+
+    def call(self, inputs):
+        x = _array.expand_dims(inputs, 1)
+        kernel = _array.expand_dims(self.kernel, 0)
+        out = _nn.conv2d(x, kernel, strides=[1, *self.strides, 1], padding=self.padding,
+                         dilations=[1, *self.dilation_rate, 1])
+        out = _array.squeeze(out, [1])
+        if self.bias is not None:
+            out = _nn.bias_add(out, self.bias)
+        return _activate(self.activation, out)
+
+
+def _one(v, what: str) -> int:
+    if isinstance(v, numbers.Integral):
+        return int(v)
+    v = tuple(int(x) for x in v)
+    if len(v) != 1:
+        raise ValueError(f"The `{what}` argument must be a tuple of 1 integer. Received: {v}")
+    return v[0]
+
+
 class _Pooling2D(Layer):
     _op: Callable = None
 
@@ -288,6 +335,31 @@ class AveragePooling2D(_Pooling2D):
     """`tf.layers.AveragePooling2D`."""
 
     _base_name = "average_pooling2d"
+    _op = staticmethod(_nn.avg_pool)
+
+
+class _Pooling1D(_Pooling2D):
+    def __init__(self, pool_size, strides, padding: str = "valid",
+                 data_format: str = "channels_last", name: Optional[str] = None,
+                 **kwargs) -> None:
+        super().__init__((1, _one(pool_size, "pool_size")), (1, _one(strides, "strides")),
+                         padding, data_format, name=name, **kwargs)
+
+    def call(self, inputs):
+        return _array.squeeze(super().call(_array.expand_dims(inputs, 1)), [1])
+
+
+class MaxPooling1D(_Pooling1D):
+    """`tf.layers.MaxPooling1D`: over [batch, width, channels]."""
+
+    _base_name = "max_pooling1d"
+    _op = staticmethod(_nn.max_pool)
+
+
+class AveragePooling1D(_Pooling1D):
+    """`tf.layers.AveragePooling1D`: over [batch, width, channels]."""
+
+    _base_name = "average_pooling1d"
     _op = staticmethod(_nn.avg_pool)
 
 
@@ -483,6 +555,35 @@ def conv2d(inputs, filters: int, kernel_size, strides=(1, 1), padding: str = "va
                    bias_constraint=bias_constraint, trainable=trainable, name=name,
                    dtype=_input_dtype(inputs), _reuse=reuse)
     return layer(inputs)
+
+
+def conv1d(inputs, filters: int, kernel_size, strides=1, padding: str = "valid",
+           data_format: str = "channels_last", dilation_rate=1, activation=None,
+           use_bias: bool = True, kernel_initializer=None, bias_initializer=zeros_initializer(),
+           kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+           kernel_constraint=None, bias_constraint=None, trainable: bool = True,
+           name: Optional[str] = None, reuse=None) -> Tensor:
+    """`tf.layers.conv1d`: 1-D convolution over [batch, width, channels]."""
+    layer = Conv1D(filters, kernel_size, strides=strides, padding=padding,
+                   data_format=data_format, dilation_rate=dilation_rate, activation=activation,
+                   use_bias=use_bias, kernel_initializer=kernel_initializer,
+                   bias_initializer=bias_initializer, kernel_regularizer=kernel_regularizer,
+                   bias_regularizer=bias_regularizer, kernel_constraint=kernel_constraint,
+                   bias_constraint=bias_constraint, trainable=trainable, name=name,
+                   dtype=_input_dtype(inputs), _reuse=reuse)
+    return layer(inputs)
+
+
+def max_pooling1d(inputs, pool_size, strides, padding: str = "valid",
+                  data_format: str = "channels_last", name: Optional[str] = None) -> Tensor:
+    """`tf.layers.max_pooling1d`."""
+    return MaxPooling1D(pool_size, strides, padding, data_format, name=name)(inputs)
+
+
+def average_pooling1d(inputs, pool_size, strides, padding: str = "valid",
+                      data_format: str = "channels_last", name: Optional[str] = None) -> Tensor:
+    """`tf.layers.average_pooling1d`."""
+    return AveragePooling1D(pool_size, strides, padding, data_format, name=name)(inputs)
 
 
 def max_pooling2d(inputs, pool_size, strides, padding: str = "valid",

@@ -274,3 +274,37 @@ def test_batch_normalization_fused_epsilon_floor():
         "batch_normalization_1/gamma", "batch_normalization_1/beta",
         "batch_normalization_1/moving_mean", "batch_normalization_1/moving_variance"]
     assert len(two.trainable_variables) == 2 and len(two.non_trainable_variables) == 2
+
+
+SEQ = RNG.standard_normal((2, 9, 3)).astype(np.float32)
+
+
+def _seq(t):
+    x = t.placeholder(t.float32, [None, 9, 3])
+    c = t.layers.conv1d(x, 4, 3, padding="same", activation=t.nn.relu)
+    c2 = t.layers.conv1d(c, 2, 2, strides=2)
+    p = t.layers.max_pooling1d(c, 2, 2)
+    a = t.layers.average_pooling1d(c, 3, 1, padding="same")
+    return [c2, p, a], {"x": x}
+
+
+def _seq_tf(t, var):
+    x = t.placeholder(t.float32, [None, 9, 3])
+    c = t.nn.relu(t.nn.conv1d(x, var("conv1d/kernel"), 1, "SAME") + var("conv1d/bias"))
+    c2 = t.nn.conv1d(c, var("conv1d_1/kernel"), 2, "VALID") + var("conv1d_1/bias")
+    p = t.nn.pool(c, [2], "MAX", padding="VALID", strides=[2])
+    a = t.nn.pool(c, [3], "AVG", padding="SAME", strides=[1])
+    return [c2, p, a], {"x": x}, []
+
+
+def test_conv1d_and_pooling1d_match_tensorflow(backend):
+    outs, phs = _seq(tf)
+    assert [o.shape.as_list() for o in outs] == [[None, 4, 2], [None, 4, 4], [None, 9, 4]]
+    assert tf.global_variables()[0].shape.as_list() == [3, 3, 4]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got = sess.run(outs, {phs["x"]: SEQ})
+        values = _values(sess)
+    want = _tf_outputs(_seq_tf, {"x": SEQ}, values)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
