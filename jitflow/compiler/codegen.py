@@ -349,12 +349,32 @@ class _Writer:
                 self.emit(d2, "ix = 0", op)
             idx = list(idx_k)
             d3 = d2
-            for k in red:
+            split = how in ("sum", "mean", "l2") and red and red[-1] == rank - 1
+            if split:
+                # four partial sums along the innermost axis: independent add chains
+                for u in range(1, 4):
+                    self.emit(d2, f"{acc}_{u} = {init}", op)
+            for k in (red[:-1] if split else red):
                 self.emit(d3, f"for i{k} in range({_dim(s.dims[k])}):", op)
                 idx[k] = f"i{k}"
                 d3 += 1
-            val = self.expr(s.expr, idx, False, d3)
-            combine(acc, val, d3)
+            if split:
+                kl = red[-1]
+                n = _dim(s.dims[kl])
+                self.emit(d3, f"m{acc} = {n} - {n} % 4", op)
+                self.emit(d3, f"for j{kl} in range(0, m{acc}, 4):", op)
+                for u in range(4):
+                    idx[kl] = f"j{kl}" if u == 0 else f"(j{kl} + {u})"
+                    val = self.expr(s.expr, idx, False, d3 + 1)
+                    combine(acc if u == 0 else f"{acc}_{u}", val, d3 + 1)
+                self.emit(d3, f"for i{kl} in range(m{acc}, {n}):", op)
+                idx[kl] = f"i{kl}"
+                val = self.expr(s.expr, idx, False, d3 + 1)
+                combine(acc, val, d3 + 1)
+                self.emit(d2, f"{acc} = ({acc} + {acc}_1) + ({acc}_2 + {acc}_3)", op)
+            else:
+                val = self.expr(s.expr, idx, False, d3)
+                combine(acc, val, d3)
             if out.rank > 0:
                 self.emit(d2, f"f_{out.name}[o{out.name}] = {finish(acc)}", op)
                 self.emit(d2, f"o{out.name} += 1", op)
