@@ -281,3 +281,24 @@ def test_variables_created_in_a_branch_are_allowed(backend):
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         assert sess.run(y, {p: True}) == 6.0 and sess.run(y, {p: False}) == 1.0
+
+
+def test_cond_select_is_fused_by_the_compiler():
+    """CondSelect is an elementwise template op: the numba backend compiles it in place."""
+    from jitflow.compiler import fuse
+    p = tf.placeholder(tf.bool, [])
+    x = tf.placeholder(tf.float32, [None, 3])
+    y = tf.cond(p, lambda: x * 2.0, lambda: x)
+    assert y.op.type == "CondSelect" and fuse.supported(y.op)
+
+
+def test_py_func_in_a_branch_only_when_stateless(backend):
+    p = tf.placeholder(tf.bool, [])
+    x = tf.constant([1.0, 2.0])
+    with pytest.raises(NotImplementedError, match="PyFunc"):
+        tf.cond(p, lambda: tf.py_func(np.negative, [x], tf.float32), lambda: x)
+    y = tf.cond(p, lambda: tf.py_func(np.negative, [x], tf.float32, stateful=False),
+                lambda: x)
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(y, {p: True}), [-1.0, -2.0])
+        np.testing.assert_array_equal(sess.run(y, {p: False}), [1.0, 2.0])
