@@ -302,3 +302,14 @@ def test_py_func_in_a_branch_only_when_stateless(backend):
     with tf.Session() as sess:
         np.testing.assert_array_equal(sess.run(y, {p: True}), [-1.0, -2.0])
         np.testing.assert_array_equal(sess.run(y, {p: False}), [1.0, 2.0])
+
+
+def test_while_loop_bound_from_a_static_shape(backend):
+    x = tf.placeholder(tf.float32, [4, 2])
+    i, total = tf.while_loop(lambda i, s: i < tf.shape(x)[0],
+                             lambda i, s: (i + 1, s + x[i]), [tf.constant(0), tf.zeros([2])])
+    xv = np.arange(8.0, dtype=np.float32).reshape(4, 2)
+    with tf.Session() as sess:
+        iv, tv = sess.run([i, total], {x: xv})
+    assert iv == 4
+    np.testing.assert_allclose(tv, xv.sum(axis=0))

@@ -367,10 +367,12 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
 
 
 def _constant_fold(t: Tensor, max_ops: int = 500):
-    """The value of `t` if it depends only on constants (run through the references)."""
+    """The value of `t` if it depends only on constants and static shapes (run through the
+    references), else None."""
     value = get_static_value(t)
     if value is not None:
         return value
+    env: dict = {}
     order, seen, stack = [], set(), [(t.op, False)]
     while stack:
         op, done = stack.pop()
@@ -385,13 +387,19 @@ def _constant_fold(t: Tensor, max_ops: int = 500):
                 or op.control_inputs or len(seen) > max_ops:
             return None
         stack.append((op, True))
-        stack.extend((x.op, False) for x in op.inputs if x.op not in seen)
+        for x in op.inputs:
+            if x in env or x.op in seen:
+                continue
+            known = get_static_value(x)  # e.g. tf.shape of a fully defined placeholder
+            if known is not None:
+                env[x] = known
+            else:
+                stack.append((x.op, False))
     from jitflow.interpreter import run_op_reference
-    env: dict = {}
     with np.errstate(all="ignore"):
         for op in order:
-            for out, v in zip(op.outputs, run_op_reference(op, [env[x] for x in op.inputs],
-                                                           None)):
+            args = [env[x] for x in op.inputs]
+            for out, v in zip(op.outputs, run_op_reference(op, args, None)):
                 env[out] = v
     return env[t]
 
