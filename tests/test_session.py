@@ -280,3 +280,20 @@ def test_finalized_graph_still_runs_but_accepts_no_new_ops(backend):
         assert sess.run(c) == 1.0
         with pytest.raises(RuntimeError):
             tf.constant(2.0)
+
+
+def test_control_dependency_on_a_fed_placeholder_is_satisfied_by_the_feed(backend):
+    p = tf.placeholder(tf.float32, [], name="p")
+    x = tf.placeholder(tf.float32, [], name="x")
+    with tf.control_dependencies([p.op]):
+        y = x * 2.0
+    with tf.Session() as sess:
+        assert sess.run(y, {x: 3.0, p: 1.0}) == 6.0
+        with pytest.raises(tf.errors.InvalidArgumentError, match="'p'"):
+            sess.run(y, {x: 3.0})
+
+
+def test_summary_protos_are_top_level_names():
+    assert tf.Summary is tf.summary.Summary
+    s = tf.Summary(value=[tf.Summary.Value(tag="loss", simple_value=0.5)])
+    assert s.value[0].tag == "loss"

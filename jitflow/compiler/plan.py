@@ -85,7 +85,10 @@ def _deps(op: Operation, fed: frozenset):
     for t in op.inputs:
         if t not in fed:
             yield t.op
-    yield from op._control_inputs
+    for c in op._control_inputs:
+        # A control input whose every output is fed is satisfied by the feed (TF1 prunes it).
+        if not c.outputs or any(o not in fed for o in c.outputs):
+            yield c
 
 
 def build_plan(graph, fetches: Sequence[Tensor], targets: Sequence[Operation],
