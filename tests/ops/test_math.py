@@ -14,7 +14,8 @@ import pytest
 
 import jitflow as tf
 from jitflow.ops.registry import all_op_defs
-from test_registry import EXAMPLES, build_example, example_inputs
+from helpers import build_example, example_inputs
+from test_registry import EXAMPLES
 
 MY_MODULES = {"jitflow.ops.math", "jitflow.ops.reduce", "jitflow.ops.linalg", "jitflow.ops.nn"}
 

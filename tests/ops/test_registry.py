@@ -7,47 +7,11 @@ import numpy as np
 import pytest
 
 import jitflow as tf
-from helpers import assert_same_result
+from helpers import assert_same_result, build_example, example_inputs
 from jitflow.ops.registry import all_op_defs
 from jitflow.session import _BACKENDS
 
 EXAMPLES = [(d.type, i, ex) for d in all_op_defs() for i, ex in enumerate(d.examples)]
-
-
-def make_input(rng, shape, dtype, domain, index_max=3):
-    """Random input values for one example input."""
-    dt = np.dtype(dtype)
-    if isinstance(domain, tuple):
-        lo, hi = domain
-        return rng.uniform(lo, hi, size=shape).astype(dt)
-    if domain == "bool" or dt == np.bool_:
-        return rng.random(shape) < 0.5
-    if domain == "index":
-        return rng.integers(0, index_max, size=shape).astype(dt)
-    if dt.kind in "iu" or domain == "int":
-        lo = 0 if dt.kind == "u" else -5
-        return rng.integers(lo, 6, size=shape).astype(dt)
-    if domain == "positive":
-        return rng.uniform(0.5, 2.0, size=shape).astype(dt)
-    if domain == "unit":
-        return rng.uniform(-0.9, 0.9, size=shape).astype(dt)
-    if domain == "nonzero":
-        mag = rng.uniform(0.5, 2.0, size=shape)
-        return (mag * np.where(rng.random(shape) < 0.5, -1, 1)).astype(dt)
-    return rng.standard_normal(shape).astype(dt)
-
-
-def example_inputs(ex, dtype, seed=0):
-    rng = np.random.default_rng(seed)
-    dtypes = dtype if isinstance(dtype, tuple) else (dtype,) * len(ex.inputs)
-    return [make_input(rng, s, dt, ex.domain, ex.index_max)
-            for s, dt in zip(ex.inputs, dtypes)]
-
-
-def build_example(ex, arrays):
-    phs = [tf.placeholder(a.dtype, a.shape, name=f"in{i}") for i, a in enumerate(arrays)]
-    out = ex.build(*phs)
-    return phs, out
 
 
 def _params():
