@@ -93,6 +93,7 @@ def test_json_dump_holds_the_raw_numbers(tiny_results):
 
 
 def test_chart_is_written(tiny_results, tmp_path):
+    pytest.importorskip("matplotlib", reason="the chart needs the `bench` extra (matplotlib)")
     path = report.write_chart(tiny_results, str(tmp_path / "chart.png"))
     with open(path, "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
