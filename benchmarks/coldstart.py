@@ -5,7 +5,9 @@ peer, builds the MLP step, runs it once and prints one line `COLDSTART {json}` w
 measured from its first statement (so `import jitflow` counts), then runs one step at twice the
 batch size, which must not recompile. The parent side (`compile_cases`) starts these children
 with `JITFLOW_CACHE_DIR` and `NUMBA_CACHE_DIR` pointing at a fresh temporary directory: empty
-for "cold", filled by one earlier child for "cached".
+for "cold", filled by one earlier child for "cached". Children write and use Python bytecode
+(`__pycache__`) even where the parent's environment turns that off: "cold" means an empty kernel
+cache, not a never-imported package.
 """
 from __future__ import annotations
 
@@ -76,6 +78,9 @@ def run_child(peer: str, batch: int, dims: tuple, cache_dir: str, timeout: float
     from benchmarks.harness import Unavailable
 
     env = dict(os.environ, JITFLOW_CACHE_DIR=cache_dir, NUMBA_CACHE_DIR=cache_dir)
+    # An installed package imports from bytecode; with PYTHONDONTWRITEBYTECODE set (as some
+    # sandboxes do) every child would recompile jitflow's sources (~0.14 s) on import.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)
     cmd = [sys.executable, "-m", "benchmarks.coldstart", "--peer", peer, "--batch", str(batch),
            "--dims", ",".join(map(str, dims))]
