@@ -113,8 +113,8 @@ class Tensor:
     def __len__(self):
         raise TypeError(f"len is not well defined for symbolic Tensors. ({self.name})")
 
-    def __hash__(self) -> int:
-        return id(self)
+    # identity hashing, in C: tensors and ops key the session's memo and state dicts
+    __hash__ = object.__hash__
 
     # Operator overloads are installed by jitflow.ops (see `_install_operators` there).
 
@@ -181,8 +181,8 @@ class Operation:
     def __str__(self) -> str:
         return self.graph._op_line(self)
 
-    def __hash__(self) -> int:
-        return id(self)
+    # identity hashing, in C: tensors and ops key the session's memo and state dicts
+    __hash__ = object.__hash__
 
 
 # ---------------------------------------------------------------------------------------------
