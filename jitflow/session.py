@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 import threading
 import warnings
+import weakref
 from typing import Any, Callable, Optional
 
 import numpy as np
 
-from jitflow import errors
 from jitflow.compiler.plan import build_plan
 from jitflow.graph import Graph, GraphElementError, Operation, Tensor, get_default_graph
 
@@ -171,14 +171,50 @@ class _FetchMapper:
             return lambda vals: cls((k, s(vals)) for k, s in items)
         return self._element(graph, fetches)
 
+    def expression(self, graph: Graph, fetches, names: dict) -> Optional[str]:
+        """Python source rebuilding the fetch structure from `r<i>` (the value of
+        `self.tensors[i]`), for generated runners; objects it needs are added to `names`.
+        None for structures only `build` knows how to make (dict and tuple subclasses)."""
+        if isinstance(fetches, (list, tuple)):
+            parts = [self.expression(graph, f, names) for f in fetches]
+            if None in parts:
+                return None
+            cls = type(fetches)
+            if cls is list:
+                return "[" + ", ".join(parts) + "]"
+            if cls is tuple:
+                return "(" + "".join(p + ", " for p in parts) + ")"
+            if not _is_namedtuple(fetches):
+                return None
+            name = f"_struct{len(names)}"
+            names[name] = cls
+            return f"{name}(" + ", ".join(parts) + ")"
+        if isinstance(fetches, dict):
+            if type(fetches) is not dict:
+                return None
+            items = []
+            for k, v in fetches.items():
+                part = self.expression(graph, v, names)
+                if part is None:
+                    return None
+                name = f"_key{len(names)}"
+                names[name] = k
+                items.append(f"{name}: {part}")
+            return "{" + ", ".join(items) + "}"
+        el = graph.as_graph_element(fetches, allow_tensor=True, allow_operation=True)
+        return f"r{self._index[el]}" if isinstance(el, Tensor) else "None"
+
 
 class _RunSpec:
     """Everything memoized for one run signature."""
 
-    __slots__ = ("mapper", "feeds", "checks", "plan", "executable", "feed_pos", "fetch_pos")
+    __slots__ = ("mapper", "feeds", "checks", "plan", "executable", "feed_pos", "fetch_pos",
+                 "fetches", "fast")
 
-    def __init__(self, session: "Session", mapper: _FetchMapper, feeds: list) -> None:
+    def __init__(self, session: "Session", mapper: _FetchMapper, feeds: list,
+                 fetches=None) -> None:
         self.mapper = mapper
+        self.fetches = fetches
         self.feeds = feeds
         self.checks = [_feed_check(t) for t in feeds]
         self.plan = build_plan(session.graph, mapper.tensors, mapper.targets, feeds)
@@ -190,6 +226,24 @@ class _RunSpec:
             if op.type == "Placeholder" and any(o not in pos for o in op.outputs):
                 op.op_def.ref(op)  # raises InvalidArgumentError naming the placeholder
         self.executable = session._backend.compile(self.plan)
+        # the backend's generated runner for `Session.run` (feed values in feed order), if any
+        maker = getattr(self.executable, "fast_runner", None)
+        self.fast = maker(self, session._state, _ordinary_path(session, self)) if maker else None
+
+
+def _ordinary_path(session: "Session", spec: _RunSpec):
+    """`Session.run`'s general path for one spec, as a function of the feed values; holds the
+    session weakly, so a spec's generated runner does not keep its session alive."""
+    ref = weakref.ref(session)
+    checks, build = spec.checks, spec.mapper.build
+
+    def run(args):
+        sess = ref()
+        if sess is None or sess._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        return build(sess._execute(spec, [c(a) for c, a in zip(checks, args)]))
+
+    return run
 
 
 def _feed_check(t: Tensor):
@@ -297,14 +351,19 @@ class Session:
         """Compute `fetches` given `feed_dict`; returns values in the structure of `fetches`."""
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
+        cls = type(fetches)
+        fkey = fetches if cls is Tensor or cls is Operation else _fetch_key(fetches)
         if feed_dict:
-            key = (_fetch_key(fetches), tuple(feed_dict))
+            key = (fkey, tuple(feed_dict))
         else:
-            key = (_fetch_key(fetches), ())
+            key = (fkey, ())
         spec = self._specs.get(key)
         if spec is None:
             spec = self._make_spec(fetches, feed_dict)
             self._specs[key] = spec
+        fast = spec.fast
+        if fast is not None:
+            return fast(*feed_dict.values()) if feed_dict else fast()
         if feed_dict:
             vals = [chk(v) for chk, v in zip(spec.checks, feed_dict.values())]
         else:
@@ -336,7 +395,7 @@ class Session:
             if t in feeds:
                 raise ValueError(f"Tensor {t.name} is fed twice in feed_dict")
             feeds.append(t)
-        return _RunSpec(self, mapper, feeds)
+        return _RunSpec(self, mapper, feeds, fetches)
 
     def make_callable(self, fetches, feed_list=None, accept_options: bool = False):
         """A function of the `feed_list` values (positional) returning `fetches`' values."""
@@ -346,11 +405,10 @@ class Session:
         spec = self._make_spec(fetches, feed_dict)
         checks, build, execute = spec.checks, spec.mapper.build, self._execute
         n = len(checks)
-        fast = getattr(spec.executable, "make_runner", None)
-        if fast is not None:
-            # the backend's own runner for this compiled plan (the lowest-overhead path)
-            runner = fast(self, spec, lambda args: build(execute(spec, [
-                c(a) for c, a in zip(checks, args)])))
+        maker = getattr(spec.executable, "fast_runner", None)
+        if maker is not None:
+            # the backend's generated runner for this compiled plan (the lowest-overhead path)
+            runner = maker(spec, self._state, _ordinary_path(self, spec), session=self)
             if runner is not None:
                 runner.spec = spec
                 return runner

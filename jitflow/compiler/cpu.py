@@ -259,6 +259,7 @@ class Executable:
         self.backend = backend
         self._interp = None
         self.debug = debug_level()
+        self._fast = None
         self.pre, self.steps = self._split(plan)
         self._setup()
         if self.debug >= 3:
@@ -425,6 +426,8 @@ class Executable:
             warnings.warn(msg, RuntimeWarning, stacklevel=4)
         self.steps = steps
         self._setup()
+        if self._fast is not None:
+            self._fast.entries.clear()
 
     def _run_interpreter(self, feed_values, session):
         if self._interp is None:
@@ -549,77 +552,20 @@ class Executable:
                    f"{(time.perf_counter() - t0) * 1e6:.1f} us")
         return results
 
-    # -- make_callable --------------------------------------------------------------------------
-    def make_runner(self, session, spec, generic):
-        """A callable for `session.make_callable`: feed checks, one native call, results.
+    # -- the warm path ------------------------------------------------------------------------
+    def fast_runner(self, spec, state: dict, ordinary, session=None):
+        """A generated function running `spec` with one native call (see `_FastPath`), or None.
 
-        Anything unusual (uninitialized variables, new shapes, reference steps) goes through
-        `generic(args)`, the session's ordinary path.
+        `ordinary(args)` is the session's general path, taken for anything unusual. With
+        `session` the function is `make_callable`'s (positional feed values, closed-session
+        check); without, `Session.run`'s (called with the feed_dict's values, already checked
+        for a closed session).
         """
-        if not self.single or self.pre:
+        if not self.single or self.pre or self.debug >= 2:
             return None
-        checks = spec.checks
-        n = len(checks)
-        seg = self.steps[0]
-        pos = [spec.feed_pos[i] for i in self.in_pos]
-        state = session._state
-        var_ops = self.var_ops
-        exact = self.exact
-        fetch_src = self.fetch_src
-        fetch_pos = spec.fetch_pos
-        build = spec.mapper.build
-        scalar = np.ndarray
-
-        only_results = all(fp is None and kind == 2 for (kind, _), fp in zip(fetch_src, fetch_pos))
-        result_idx = [i for _, i in fetch_src]
-        no_vars = not var_ops and not self.extra_vars
-
-        def runner(*args, **kwargs):
-            if session._closed:
-                raise RuntimeError("Attempted to use a closed Session.")
-            if len(args) != n:
-                raise TypeError(f"callable expects {n} feed values, got {len(args)}")
-            vals = [c(a) for c, a in zip(checks, args)]
-            ins = [vals[i] for i in pos]
-            if no_vars:
-                bufs = []
-                c = exact.get(tuple([a.shape for a in ins]))
-            else:
-                try:
-                    bufs = [state[v] for v in var_ops]
-                except KeyError:
-                    return generic(args)
-                c = exact.get(tuple([a.shape for a in ins] + [b.shape for b in bufs]))
-                if self.extra_vars:
-                    c = None
-            if c is None:
-                return generic(args)
-            for a in ins:
-                if not a.flags.c_contiguous:
-                    return generic(args)
-            try:
-                out = _call(c, ins, bufs, seg)
-            except _CheckFailed:
-                return generic(args)
-            conv = c.out_conv
-            if only_results:
-                return build([out[i] if conv[i] is None else conv[i](out[i])
-                              for i in result_idx])
-            res = []
-            for (kind, i), fp in zip(fetch_src, fetch_pos):
-                if fp is not None:
-                    v = vals[fp]
-                elif kind == 2:
-                    f = conv[i]
-                    v = out[i] if f is None else f(out[i])
-                else:
-                    v = np.array(state[i], copy=True)
-                if type(v) is scalar and v.ndim == 0:
-                    v = v[()]
-                res.append(v)
-            return build(res)
-
-        return runner
+        if self._fast is None:
+            self._fast = _FastPath(self, spec, state, ordinary)
+        return self._fast.function(session)
 
     # -- introspection ------------------------------------------------------------------------
     def sources(self, feed_values, session) -> list:
@@ -665,6 +611,200 @@ def _describe(self, feed_values, session) -> str:
 
 
 Executable.describe = _describe
+
+
+# -- the warm path: generated runners ----------------------------------------------------------
+_SCALAR_FEEDS = {"f": (float, int), "i": (int,), "u": (int,), "b": (bool,), "c": (complex, float)}
+_MAX_FAST_ENTRIES = 64
+
+
+class _FastPath:
+    """The warm path of one run signature: a generated Python function per caller kind.
+
+    The function inlines the feed checks (fast paths for Python scalars and for C-contiguous
+    arrays of the right dtype and shape; anything else through the spec's own checks), finds
+    the entry for the shapes of the fed `None` dimensions, checks the variable buffers are the
+    ones the entry was made with, calls the kernel's native entry point (no dispatcher typing:
+    the arguments have exactly the types the entry was made for) and rebuilds the fetch
+    structure. Anything else -- a first call, a new shape, uninitialized or replaced variables,
+    a kernel check failing, a value needing conversion to a non-contiguous array -- goes
+    through `ordinary(args)`, the session's general path, after which an entry is made.
+    """
+
+    def __init__(self, ex: Executable, spec, state: dict, ordinary) -> None:
+        self.ex = ex
+        self.spec = spec
+        self.state = state
+        self.ordinary = ordinary
+        self.entries: dict = {}
+        self.checks = spec.checks
+        self.pos = [spec.feed_pos[i] for i in ex.in_pos]
+        # kernel results the fetches use, in fetch order (each entry holds their conversions)
+        self.conv_idx = [i for kind, i in ex.fetch_src if kind == 2]
+
+    # -- entries ----------------------------------------------------------------------------
+    def promote(self, key, args):
+        """Run `args` the ordinary way, then make the entry for `key` if the kernel is ready."""
+        result = self.ordinary(args)
+        entry = self._entry(args)
+        if entry is not None:
+            if len(self.entries) >= _MAX_FAST_ENTRIES:
+                self.entries.clear()
+            self.entries[key] = entry
+        return result
+
+    def _entry(self, args):
+        ex, state = self.ex, self.state
+        if not ex.single or ex.pre:
+            return None
+        vals = [c(a) for c, a in zip(self.checks, args)]
+        ins = [vals[i] for i in self.pos]
+        bufs = [state.get(v) for v in ex.var_ops]
+        if any(b is None for b in bufs) or any(v not in state for v in ex.extra_vars):
+            return None
+        if not all(type(a) is np.ndarray and a.flags.carray for a in ins + bufs):
+            return None
+        c = ex.exact.get(tuple([a.shape for a in ins] + [b.shape for b in bufs]))
+        if c is None or not c.called:
+            return None
+        order = c.var_order
+        vs = tuple(bufs) if order is None else tuple([bufs[i] for i in order])
+        ct = tuple([v for _, v in c.consts])
+        ep = _entry_point(c.fn, (tuple(ins) + ct, vs))
+        return (ep, ct, vs, *[c.out_conv[i] for i in self.conv_idx], *bufs)
+
+    # -- the generated function ---------------------------------------------------------------
+    def function(self, session=None):
+        """The runner for `make_callable` (with `session`) or for `Session.run`."""
+        spec, ex = self.spec, self.ex
+        mapper = spec.mapper
+        if len(ex.fetch_src) != len(mapper.tensors) or len(spec.fetch_pos) != len(mapper.tensors):
+            return None
+        names: dict = {"_ndarray": np.ndarray, "_asarray": np.asarray, "_state": self.state,
+                       "_state_get": self.state.get, "_entries_get": self.entries.get,
+                       "_promote": self.promote, "_slow": self.ordinary, "_prefix": ERROR_PREFIX,
+                       "_var_value": _var_value}
+        expr = mapper.expression(spec.plan.graph, spec.fetches, names)
+        if expr is None:
+            names["_build"] = mapper.build
+            expr = "_build([" + ", ".join(f"r{j}" for j in range(len(mapper.tensors))) + "])"
+        n = len(spec.feeds)
+        vs = [f"v{i}" for i in range(n)]
+        args = "args" if session is not None else "(" + "".join(v + ", " for v in vs) + ")"
+        lines = []
+        if session is not None:
+            names["_session"] = session
+            lines += ["def _runner(*args, **kwargs):",
+                      "    if _session._closed:",
+                      "        raise RuntimeError(\"Attempted to use a closed Session.\")",
+                      f"    if len(args) != {n}:",
+                      f"        raise TypeError(f\"callable expects {n} feed values, got "
+                      "{len(args)}\")"]
+            if n:
+                lines.append("    " + "".join(v + ", " for v in vs) + "= args")
+        else:
+            lines.append("def _runner(" + ", ".join(vs) + "):")
+        used = set(self.pos)
+        for i, t in enumerate(spec.feeds):
+            lines += _feed_lines(i, t, spec.checks[i], names, args, i in used)
+        dyn = [k for k in self.pos if not _static_dims(spec.feeds[k])]
+        key = "()" if not dyn else (f"x{dyn[0]}.shape" if len(dyn) == 1 else
+                                    "(" + "".join(f"x{k}.shape, " for k in dyn) + ")")
+        convs = [f"cv{m}" for m in range(len(self.conv_idx))]
+        bufs = [f"b{k}" for k in range(len(ex.var_ops))]
+        lines += [f"    key = {key}",
+                  "    e = _entries_get(key)",
+                  "    if e is None:",
+                  f"        return _promote(key, {args})",
+                  "    " + ", ".join(["ep", "ct", "vs"] + convs + bufs) + " = e"]
+        if bufs:
+            for k, v in enumerate(ex.var_ops):
+                names[f"_V{k}"] = v
+            cond = " or ".join(f"_state_get(_V{k}) is not b{k}" for k in range(len(bufs)))
+            lines += [f"    if {cond}:", f"        return _promote(key, {args})"]
+        for k, v in enumerate(ex.extra_vars):
+            names[f"_X{k}"] = v
+            lines += [f"    if _X{k} not in _state:", f"        return _slow({args})"]
+        ins = "(" + "".join(f"x{k}, " for k in self.pos) + ")"
+        lines += ["    try:",
+                  f"        out = ep({ins} + ct, vs)",
+                  "    except ValueError as err:",
+                  "        if str(err).startswith(_prefix):",
+                  f"            return _slow({args})",
+                  "        raise"]
+        m = 0
+        for j, ((kind, i), fp) in enumerate(zip(ex.fetch_src, spec.fetch_pos)):
+            if kind == 2:
+                lines.append(f"    r{j} = out[{i}] if cv{m} is None else cv{m}(out[{i}])")
+                m += 1
+            if fp is not None or kind == 0:
+                k = fp if fp is not None else spec.feed_pos[i]
+                lines.append(f"    r{j} = x{k}[()] if x{k}.ndim == 0 else x{k}")
+            elif kind == 1:
+                names[f"_W{j}"] = i
+                lines.append(f"    r{j} = _var_value(_state[_W{j}])")
+        lines.append(f"    return {expr}")
+        source = "\n".join(lines) + "\n"
+        exec(compile(source, f"<jitflow runner {len(spec.plan.ops)} ops>", "exec"), names)
+        fn = names["_runner"]
+        fn.source = source
+        return fn
+
+
+def _feed_lines(i: int, t, check, names: dict, args: str, to_kernel: bool) -> list:
+    """Source lines turning feed `v<i>` for tensor `t` into `x<i>` as `check` does, with
+    fast paths for Python scalars and for arrays that need no conversion."""
+    dtype = np.dtype(t.dtype.as_numpy_dtype)
+    dims = t.shape.as_tuple()
+    names[f"_D{i}"] = dtype
+    names[f"_CHK{i}"] = check
+    lines = []
+    scalars = _SCALAR_FEEDS.get(dtype.kind)
+    cond = "if"
+    if scalars and (dims is None or dims == ()):
+        names[f"_F{i}"] = frozenset(scalars + (dtype.type,))
+        lines += [f"    if type(v{i}) in _F{i}:", f"        x{i} = _asarray(v{i}, _D{i})"]
+        cond = "elif"
+    if dims is None:
+        shape_ok = ""
+    elif all(d is not None for d in dims):
+        names[f"_SH{i}"] = tuple(dims)
+        shape_ok = f" and v{i}.shape == _SH{i}"
+    elif all(d is None for d in dims):
+        shape_ok = f" and v{i}.ndim == {len(dims)}"
+    else:
+        known = "".join(f" and s{i}[{k}] == {d}" for k, d in enumerate(dims) if d is not None)
+        shape_ok = f" and len(s{i} := v{i}.shape) == {len(dims)}{known}"
+    lines += [f"    {cond} type(v{i}) is _ndarray and v{i}.dtype is _D{i}{shape_ok}"
+              + (f" and v{i}.flags.carray:" if to_kernel else ":"),
+              f"        x{i} = v{i}",
+              "    else:",
+              f"        x{i} = _CHK{i}(v{i})"]
+    if to_kernel:
+        lines += [f"        if not x{i}.flags.carray:", f"            return _slow({args})"]
+    return lines
+
+
+def _static_dims(t) -> bool:
+    dims = t.shape.as_tuple()
+    return dims is not None and all(d is not None for d in dims)
+
+
+def _entry_point(fn, args):
+    """The native entry of `fn`'s compiled overload for `args`: calling it skips the
+    dispatcher's typing of the arguments. Falls back to `fn` itself."""
+    try:
+        from numba import typeof
+        cres = fn.overloads.get(tuple(typeof(a) for a in args))
+    except Exception:  # noqa: BLE001  (anything unexpected: keep the dispatcher)
+        cres = None
+    return fn if cres is None else cres.entry_point
+
+
+def _var_value(a):
+    """A fetched variable's value: a copy, never the session's buffer; numpy scalar at rank 0."""
+    a = np.array(a, copy=True)
+    return a[()] if a.ndim == 0 else a
 
 
 def _contig(a) -> np.ndarray:
