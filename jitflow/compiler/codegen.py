@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from jitflow.compiler import array_kernels as _ak
 from jitflow.compiler.fuse import (Apply, AssignVar, CopyVar, Index, Kernel, Lit, Load, Loop,
                                    MatMul, RangeCheck, Reduce, RowOp, ShapeOf, Value, View)
 
@@ -34,6 +35,8 @@ def _dim(d) -> str:
     if d[0] in ("prod", "div", "mod"):
         prod = "(" + " * ".join(_dim(x) for x in d[1]) + ")" if d[1] else "1"
         return prod if d[0] == "prod" else f"({prod} {'//' if d[0] == 'div' else '%'} {d[2]})"
+    if d[0] in _ak.DIM_TEXT:
+        return _ak.DIM_TEXT[d[0]](d, _dim)
     kind, slot, axis = d
     return f"{'d' if kind == 'in' else 'e'}{slot}_{axis}"
 
@@ -85,6 +88,8 @@ class _Writer:
             return self.load(e.value, idx, flat, e.axes)
         if isinstance(e, Index):
             return idx[e.axis]
+        if isinstance(e, _ak.Take):
+            return _ak.take_text(self, e, idx, _dim)
         assert isinstance(e, Apply)
         args = [self.expr(a, idx, flat, depth) for a in e.args]
         whole = _WHOLE_OP_HELPERS.get(self.k.op_types[e.op])
@@ -116,7 +121,7 @@ class _Writer:
         elif isinstance(e, Apply):
             for a in e.args:
                 _Writer.loads(a, acc, remapped)
-        elif isinstance(e, Index) and not remapped:
+        elif isinstance(e, (Index, _ak.Take)) and not remapped:
             acc.append(None)
         return acc
 
@@ -448,6 +453,8 @@ def generate_function(kernel: Kernel, name: str, vecmath: dict | None = None) ->
         elif isinstance(s, View):
             shape = ", ".join(_dim(d) for d in s.out.dims)
             w.emit(1, f"{s.out.name} = {s.src.name}.reshape(({shape},))", s.op)
+        elif type(s) in _ak.EMIT:
+            _ak.EMIT[type(s)](w, s, 1, _dim)
         else:  # pragma: no cover
             raise TypeError(s)
     res = []

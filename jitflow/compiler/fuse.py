@@ -313,6 +313,8 @@ def supported(op) -> bool:
     if t == "SparseSoftmaxCrossEntropyWithLogits":
         r = op.inputs[0].shape.ndims
         return r is not None and r >= 1 and op.inputs[0].dtype.name in _FLOAT
+    if t in _ak.SUPPORTED:
+        return _ak.SUPPORTED[t](op)
     return False
 
 
@@ -565,6 +567,8 @@ class Lowerer:
             return self._lower_one_hot(op, pos)
         if t in _ROW_HOW:
             return self._lower_row(op, pos)
+        if t in _ak.LOWER:
+            return _ak.LOWER[t](self, op, pos)
         raise _Unsupported(t)
 
     def _lower_broadcast_reduced(self, op, pos: int) -> None:
@@ -897,6 +901,8 @@ def _value_inputs(op) -> list:
         return [i for i in range(n) if "{%d}" % i in tmpl]
     if op.type in ("Unbroadcast", "BroadcastReduced", "Reshape", "Shape"):
         return [] if op.type == "Shape" else [0]
+    if op.type in _ak.SHAPE_ONLY:
+        return [i for i in range(n) if i not in _ak.SHAPE_ONLY[op.type]]
     return list(range(n))
 
 
@@ -916,6 +922,9 @@ def _can_inline_into(op, i: int) -> bool:
         return i == 1 or op.type == "Unbroadcast"
     if op.type in ("Assign", "AssignAdd", "AssignSub") and i == 1 and supported(op):
         return True
+    if op.type in _ak.INLINE_INTO and supported(op):
+        allowed = _ak.INLINE_INTO[op.type]
+        return allowed is None or i in allowed
     return False
 
 
@@ -927,3 +936,6 @@ def lower(ops, inputs, outputs, var_classes) -> tuple:
 
 Unsupported = _Unsupported
 _ = Optional
+
+# array ops (slicing, gather, concat, ...): lowering and emitters live in array_kernels.py
+from jitflow.compiler import array_kernels as _ak  # noqa: E402

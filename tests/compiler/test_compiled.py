@@ -276,7 +276,7 @@ def test_ops_without_generator_run_in_the_same_plan():
     x = tf.placeholder(tf.float32, [None, 4])
     y = tf.concat([tf.exp(x), x], axis=0) * 2.0
     z = tf.reduce_sum(tf.reverse(x * 3.0, [0]), axis=0) + tf.reduce_sum(y)
-    with pytest.warns(RuntimeWarning, match="ConcatV2"):
+    with pytest.warns(RuntimeWarning, match="ReverseV2"):
         both([y, z], {x: rand(3, 4)})
 
 

@@ -1,0 +1,155 @@
+"""Array ops compiled into kernels (jitflow/compiler/array_kernels.py): slicing, gather,
+concat/stack/unstack/split and their gradients equal the interpreter, run as one native call
+(no reference step, no fallback warning), with `None` dims, and raise TF1's errors before any
+variable is written."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import jitflow as tf
+from helpers import assert_same_result
+from jitflow import errors
+from jitflow.compiler.cpu import Executable
+
+
+def rand(*shape, seed=0, dtype=np.float32):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def compiled_both(fetches, feed, init=True, steps=1, after=None, rtol=1e-5):
+    """Run on both backends; the numba run must be a single native call with no warning."""
+    out = {}
+    for name in ("interpreter", "numba"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            with tf.Session(backend=name) as sess:
+                if init:
+                    sess.run(tf.global_variables_initializer())
+                res = [sess.run(fetches, feed) for _ in range(steps)]
+                out[name] = (res, sess.run(after) if after is not None else None)
+                if name == "numba":
+                    for spec in sess._specs.values():
+                        ex = spec.executable
+                        if isinstance(ex, Executable) and spec.plan.ops:
+                            assert ex.single, ex.describe(list(feed.values()), sess)
+    assert_same_result(out["numba"][0], out["interpreter"][0], rtol, rtol, "run")
+    if after is not None:
+        assert_same_result(out["numba"][1], out["interpreter"][1], rtol, rtol, "after")
+    return out["numba"][0][-1]
+
+
+SLICES = {
+    "col": lambda x: x[:, 0],
+    "rows": lambda x: x[1:3],
+    "neg-step": lambda x: x[1:, ::-2],
+    "reverse": lambda x: x[::-1, 3:0:-1],
+    "ellipsis-newaxis": lambda x: x[..., 1, None],
+    "last-row": lambda x: x[-1],
+    "scalar": lambda x: x[0, -1],
+    "past-end": lambda x: x[-10:10, 7:],
+    "slice": lambda x: tf.slice(x, [1, 0], [2, -1]),
+    "slice-sized": lambda x: tf.slice(x, [0, 2], [-1, 3]),
+    "masks": lambda x: tf.strided_slice(x, [0, 3], [2, 0], [1, -1], end_mask=1),
+}
+
+
+@pytest.mark.parametrize("name", list(SLICES))
+def test_slices_and_their_gradients(name):
+    x = tf.placeholder(tf.float32, [None, 5])
+    y = SLICES[name](x)
+    loss = tf.reduce_sum(y * y)
+    (gx,) = tf.gradients(loss, [x])
+    for n in (4, 3) if name in ("rows", "slice") else (4, 1):  # 1: a unit dim class
+        compiled_both([y * 2.0, gx], {x: rand(n, 5)})
+
+
+def test_slices_of_fully_static_shapes():
+    x = tf.placeholder(tf.float64, [3, 4])
+    y = [x[1:, ::2], x[:, -1], tf.slice(x, [1, 1], [1, 2]), x[None, 2]]
+    gx = tf.gradients(tf.add_n([tf.reduce_sum(t) for t in y]), x)
+    compiled_both(y + gx, {x: rand(3, 4, dtype=np.float64)})
+
+
+def test_slice_out_of_bounds_raises_tf1_error():
+    x = tf.placeholder(tf.float32, [None, 2])
+    with tf.Session() as sess:
+        with pytest.raises(errors.InvalidArgumentError):
+            sess.run(x[3], {x: rand(2, 2)})
+        np.testing.assert_array_equal(sess.run(x[3], {x: rand(4, 2)}), rand(4, 2)[3])
+
+
+@pytest.mark.parametrize("idt", [np.int32, np.int64])
+def test_embedding_lookup_training_step(idt):
+    ids = tf.placeholder(idt, [None])
+    x = tf.placeholder(tf.float32, [None, 3])
+    emb = tf.Variable(rand(7, 3, seed=1), name="emb")
+    h = tf.gather(emb, ids) * x
+    loss = tf.reduce_mean(tf.square(h)) + tf.reduce_sum(tf.gather(emb, 2))
+    train = tf.train.GradientDescentOptimizer(0.3).minimize(loss)
+    feed = {ids: np.array([0, 6, 2, 6], idt), x: rand(4, 3, seed=2)}
+    compiled_both([train, loss, h], feed, steps=3, after=emb)
+
+
+def test_gather_on_other_axes_and_matrix_indices():
+    p = tf.placeholder(tf.float32, [None, None, 4])
+    i = tf.placeholder(tf.int32, [None, None])
+    ys = [tf.gather(p, i, axis=1), tf.gather(p, i, axis=-1), tf.gather(p, i)]
+    loss = tf.add_n([tf.reduce_sum(y * y) for y in ys])
+    compiled_both(ys + tf.gradients(loss, [p]),
+                  {p: rand(4, 4, 4), i: np.array([[0, 3, 1], [2, 2, 0]], np.int32)})
+
+
+def test_gather_index_out_of_range_raises_before_any_write():
+    ids = tf.placeholder(tf.int32, [None])
+    emb = tf.Variable(np.ones((4, 2), np.float32))
+    loss = tf.reduce_sum(tf.gather(emb, ids))
+    train = tf.train.GradientDescentOptimizer(1.0).minimize(loss)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for bad in ([0, 4], [-1]):
+            with pytest.raises(errors.InvalidArgumentError, match=r"not in \[0, 4\)"):
+                sess.run(train, {ids: np.array(bad, np.int32)})
+            np.testing.assert_array_equal(sess.run(emb), np.ones((4, 2), np.float32))
+        sess.run(train, {ids: np.array([1, 1], np.int32)})
+        assert sess.run(emb)[1, 0] == -1.0
+
+
+def test_concat_stack_unstack_split_and_gradients():
+    x = tf.placeholder(tf.float32, [None, 3])
+    y = tf.placeholder(tf.float32, [None, None])
+    outs = [tf.concat([x, y], 1), tf.concat([x, x * 2.0, x[:1]], 0), tf.stack([x, x + 1.0], 1),
+            tf.stack([x, x], -1), tf.unstack(x, axis=1)[2], tf.split(x, 3, 1)[1],
+            tf.split(y, [1, -1], 0)[1], tf.stack([tf.shape(x)[0], 3])]
+    loss = tf.add_n([tf.reduce_sum(tf.cast(o, tf.float32) ** 2) for o in outs])
+    gs = tf.gradients(loss, [x, y])
+    compiled_both(outs + gs, {x: rand(4, 3), y: rand(4, 2, seed=3)})
+
+
+def test_concat_dimension_mismatch_raises():
+    x = tf.placeholder(tf.float32, [None, 3])
+    y = tf.placeholder(tf.float32, [None, 3])
+    with tf.Session() as sess:
+        with pytest.raises(errors.InvalidArgumentError):
+            sess.run(tf.concat([x, y], 1), {x: rand(2, 3), y: rand(3, 3)})
+
+
+def test_integer_and_bool_array_ops():
+    a = tf.placeholder(tf.int32, [None, 4])
+    b = tf.placeholder(tf.bool, [None])
+    compiled_both([a[:, 1:3], tf.concat([a, a], 0), tf.gather(a, [1, 0]), tf.stack([b, b]),
+                   tf.unstack(a, num=2)[1]],
+                  {a: np.arange(8, dtype=np.int32).reshape(2, 4), b: np.array([True, False])})
+
+
+def test_generated_source_indexes_arrays_directly():
+    x = tf.placeholder(tf.float32, [None, 5])
+    ids = tf.placeholder(tf.int32, [None])
+    y = tf.gather(x, ids)[:, 1:4] * 2.0
+    with tf.Session() as sess:
+        src = sess.inspect(y, {x: rand(3, 5), ids: np.array([0, 2], np.int32)})
+    assert "a0[a1[i0], i1]  # GatherV2" in src, src  # params read at the fed indices
+    assert "b1[i0, 1 + i1]" in src, src  # the slice, fused into the multiply
+    assert src.index("raise ValueError") < src.index("np.empty")  # the index check first
