@@ -107,7 +107,8 @@ def _fetch_key(fetches):
     if isinstance(fetches, (Tensor, Operation, str)):
         return fetches
     if isinstance(fetches, (list, tuple)):
-        return (type(fetches), tuple(_fetch_key(f) for f in fetches))
+        return (type(fetches), tuple([f if type(f) is Tensor or type(f) is Operation
+                                      else _fetch_key(f) for f in fetches]))
     if isinstance(fetches, dict):
         return (type(fetches), tuple((k, _fetch_key(v)) for k, v in fetches.items()))
     if fetches is None:
@@ -353,10 +354,7 @@ class Session:
             raise RuntimeError("Attempted to use a closed Session.")
         cls = type(fetches)
         fkey = fetches if cls is Tensor or cls is Operation else _fetch_key(fetches)
-        if feed_dict:
-            key = (fkey, tuple(feed_dict))
-        else:
-            key = (fkey, ())
+        key = (fkey, *feed_dict) if feed_dict else (fkey,)
         spec = self._specs.get(key)
         if spec is None:
             spec = self._make_spec(fetches, feed_dict)

@@ -671,7 +671,7 @@ class _FastPath:
         vs = tuple(bufs) if order is None else tuple([bufs[i] for i in order])
         ct = tuple([v for _, v in c.consts])
         ep = _entry_point(c.fn, (tuple(ins) + ct, vs))
-        return (ep, ct, vs, *[c.out_conv[i] for i in self.conv_idx], *bufs)
+        return (ep, ct, vs, *[_scalar_maker(c.out_conv[i]) for i in self.conv_idx], *bufs)
 
     # -- the generated function ---------------------------------------------------------------
     def function(self, session=None):
@@ -735,7 +735,7 @@ class _FastPath:
         m = 0
         for j, ((kind, i), fp) in enumerate(zip(ex.fetch_src, spec.fetch_pos)):
             if kind == 2:
-                lines.append(f"    r{j} = out[{i}] if cv{m} is None else cv{m}(out[{i}])")
+                lines.append(f"    r{j} = out[{i}] if cv{m} is None else cv{m} * out[{i}]")
                 m += 1
             if fp is not None or kind == 0:
                 k = fp if fp is not None else spec.feed_pos[i]
@@ -783,6 +783,31 @@ def _feed_lines(i: int, t, check, names: dict, args: str, to_kernel: bool) -> li
     if to_kernel:
         lines += [f"        if not x{i}.flags.carray:", f"            return _slow({args})"]
     return lines
+
+
+class _Convert:
+    """`self * x` is `fn(x)`: the generated runners turn scalar results into numpy scalars
+    with `*` (see `_scalar_maker`)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn) -> None:
+        self.fn = fn
+
+    def __mul__(self, x):
+        return self.fn(x)
+
+
+def _scalar_maker(conv):
+    """What a runner multiplies a kernel's rank-0 result (a Python scalar) by to get the numpy
+    scalar `conv(x)`: for real floats and integers the dtype's one, as `one * x` rounds `x` to
+    the dtype exactly as `conv(x)` does (NEP 50: a Python scalar takes the numpy scalar's
+    type) in a third of the time; else a wrapper calling `conv`."""
+    if conv is None:
+        return None
+    if np.dtype(conv).kind in "fiu":
+        return conv(1)
+    return _Convert(conv)
 
 
 def _static_dims(t) -> bool:

@@ -207,3 +207,24 @@ def test_the_generated_runner_does_not_keep_its_session_alive():
         assert ref() is None
     finally:
         gc.enable()
+
+
+def test_rank0_results_of_every_dtype_are_numpy_scalars_of_that_dtype():
+    f = tf.placeholder(tf.float32, [], name="f")
+    d = tf.placeholder(tf.float64, [], name="d")
+    i = tf.placeholder(tf.int32, [], name="i")
+    q = tf.placeholder(tf.int64, [], name="q")
+    fetches = [f * 2.0, d / 3.0, i * 3, q - 5, f > 1.0, tf.reduce_sum(d * np.ones(2)),
+               f * np.float32(np.inf), -f * 0.0]
+    feed = {f: 1.5, d: 2.0, i: 7, q: 2 ** 40}
+    out = {}
+    for name in ("interpreter", "numba"):
+        with tf.Session(backend=name) as sess:
+            out[name] = warm(sess.run, fetches, feed)
+            fast = [s.fast for s in sess._specs.values()]
+        assert (fast[0] is None) == (name == "interpreter")
+    assert_same_result(out["numba"], out["interpreter"], 0, 0, "scalars")
+    got = out["numba"]
+    assert [type(v) for v in got] == [np.float32, np.float64, np.int32, np.int64, np.bool_,
+                                      np.float64, np.float32, np.float32]
+    assert got[3] == 2 ** 40 - 5 and np.isinf(got[6]) and np.signbit(got[7])
