@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jitflow.compiler.fuse import Apply, Check, Load, Pending, RangeCheck, Value, _Unsupported
+from jitflow.compiler.fuse import (Apply, Check, Load, Pending, RangeCheck, Reduce, Value,
+                                   _Unsupported)
 
 __all__ = ["Take", "Region", "Alloc", "LOWER", "SUPPORTED", "SHAPE_ONLY", "INLINE_INTO",
            "EMIT", "DIM_TEXT", "take_text"]
@@ -532,18 +533,97 @@ def _lower_concat_grad_slice(low, op, pos: int) -> None:
                pos)
 
 
+def lower_arg_inner_axis(low, op, pos: int) -> None:
+    """ArgMax/ArgMin along an axis other than the last: reduce a view with that axis last."""
+    out = op.outputs[0]
+    if out in low.fed:
+        return
+    src = _src(low, op.inputs[0], pos)
+    r = src.rank
+    a = op.attrs["axis"] % r
+    perm = [k for k in range(r) if k != a] + [a]
+    axes = [0] * r
+    for j, k in enumerate(perm):
+        axes[k] = j
+    ones = tuple(src.ones[k] for k in perm)
+    dims = tuple(src.dims[k] for k in perm)
+    v = low._buf(out.dtype.name, ones[:-1], dims[:-1])
+    low.stmts.append(Reduce(v, Load(src, tuple(axes)), dims, ones, (r - 1,), op.type.lower(),
+                            pos, src.dtype))
+    low.info[out] = v
+
+
+def _tile_dim(one: bool, d, m: int) -> tuple:
+    if m == 1:
+        return one, d
+    if m == 0:
+        return False, ("const", 0)
+    return False, (("const", m) if one else ("arith", "*", d, ("const", m)))
+
+
+def _lower_tile(low, op, pos: int) -> None:
+    out = op.outputs[0]
+    if out in low.fed:
+        return
+    src = _src(low, op.inputs[0], pos)
+    mult = [int(m) for m in op.attrs["multiples"]]
+    shaped = [_tile_dim(o, d, m) for o, d, m in zip(src.ones, src.dims, mult)]
+    ones, dims = _refine(out, tuple(o for o, _ in shaped), tuple(d for _, d in shaped))
+    items = tuple(("fixed", ("const", 0)) if one else
+                  (("lin", ("const", 0), 1, k) if m == 1 else ("mod", k, d))
+                  for k, (one, d, m) in enumerate(zip(src.ones, src.dims, mult)))
+    low._place(out, Pending(Take(src, items), src.dtype, ones, dims, _reads(src), pos), pos)
+
+
+def _lower_tile_grad(low, op, pos: int) -> None:
+    out = op.outputs[0]
+    if out in low.fed:
+        return
+    g_expr, dtype, g_ones, g_dims, _ = low._expr(op.inputs[0])
+    _, _, x_ones, x_dims, _ = low._expr(op.inputs[1], shape_only=True)
+    if len(g_ones) != len(x_ones):
+        raise _Unsupported("tile gradient rank")
+    v = low._buf(dtype, x_ones, x_dims)
+    low.stmts.append(Alloc(v, True, pos))
+    items = tuple(("fixed", ("const", 0)) if one else ("mod", k, d)
+                  for k, (one, d) in enumerate(zip(x_ones, x_dims)))
+    low.stmts.append(Region(v, g_expr, g_dims, g_ones, items, "add", pos))
+    low.info[out] = v
+
+
+def _lower_fill(low, op, pos: int) -> None:
+    out = op.outputs[0]
+    if out in low.fed:
+        return
+    from jitflow.compiler.fuse import ShapeInfo
+    expr, dtype, v_ones, _, reads = low._expr(op.inputs[0])
+    if v_ones:
+        raise _Unsupported("fill value is not a scalar")
+    static = op.attrs.get("dims")
+    if static is not None:
+        ones = tuple(d == 1 for d in static)
+        dims = tuple(_const(d) if d else ("const", 0) for d in static)
+    else:
+        inf = low.info.get(op.inputs[1])
+        if not isinstance(inf, ShapeInfo):
+            raise _Unsupported("fill to a computed shape")
+        ones, dims = inf.ones, inf.dims
+    low._place(out, Pending(expr, dtype, ones, dims, reads, pos), pos)
+
+
 LOWER = {"StridedSlice": _lower_slice, "Slice": _lower_slice,
          "StridedSliceGrad": _lower_slice_grad, "SliceGrad": _lower_slice_grad,
          "GatherV2": _lower_gather, "GatherGrad": _lower_gather_grad,
          "ConcatV2": _lower_concat, "Pack": _lower_pack, "Unpack": _lower_unpack,
-         "Split": _lower_split, "ConcatGradSlice": _lower_concat_grad_slice}
+         "Split": _lower_split, "ConcatGradSlice": _lower_concat_grad_slice,
+         "Tile": _lower_tile, "TileGrad": _lower_tile_grad, "Fill": _lower_fill}
 
 # inputs read only for their shape
 SHAPE_ONLY = {"StridedSliceGrad": (1,), "SliceGrad": (1,), "GatherGrad": (2,),
-              "ConcatGradSlice": range(1, 1 << 16)}
+              "ConcatGradSlice": range(1, 1 << 16), "TileGrad": (1,), "Fill": (1,)}
 # inputs that may stay inlined expressions (they are looped over in order, never indexed)
 INLINE_INTO = {"StridedSliceGrad": (0,), "SliceGrad": (0,), "GatherGrad": (0,),
-               "ConcatV2": None, "Pack": None}
+               "ConcatV2": None, "Pack": None, "TileGrad": (0,), "Fill": (0,)}
 
 
 # -- what compiles -------------------------------------------------------------------------------
@@ -597,7 +677,12 @@ SUPPORTED = {"StridedSlice": _sup_slice, "Slice": _sup_slice,
              "StridedSliceGrad": _sup_slice_grad, "SliceGrad": _sup_slice_grad,
              "GatherV2": _sup_gather, "GatherGrad": _sup_gather_grad,
              "ConcatV2": _sup_join, "Pack": _sup_join, "Unpack": _sup_unary,
-             "Split": _sup_unary, "ConcatGradSlice": lambda op: _ranked(*op.inputs)}
+             "Split": _sup_unary, "ConcatGradSlice": lambda op: _ranked(*op.inputs),
+             "Tile": lambda op: len(op.inputs) == 1 and _sup_unary(op),
+             "TileGrad": lambda op: _ranked(*op.inputs) and op.inputs[1].shape.ndims > 0,
+             "Fill": lambda op: op.inputs[0].shape.ndims == 0 and (
+                 op.attrs.get("dims") is not None or op.inputs[1].op.type == "Shape"
+                 and _ranked(op.inputs[1].op.inputs[0]))}
 
 
 # -- CPU emitters ------------------------------------------------------------------------------
@@ -611,6 +696,8 @@ def _item_text(w, it, idx, dim) -> str:
         s = dim(start)
         term = i if stride == 1 else f"{stride} * {i}"
         return term if s == "0" else f"{s} + {term}"
+    if kind == "mod":
+        return f"{idx[it[1]]} % {dim(it[2])}"
     if kind == "take":
         _, v, axes = it
         return w.load(v, idx, False, axes) if v.rank else w.load(v, idx, False)

@@ -307,6 +307,8 @@ class _Writer:
             init = _lit(1, accdt)
         elif fdt:
             init = _lit(-math.inf if how == "max" else math.inf, accdt)
+        elif accdt == "bool":  # Any, All
+            init = "False" if how == "max" else "True"
         else:
             init = f"np.iinfo({_np(accdt)}).{'min' if how == 'max' else 'max'}"
         axes = set(s.axes)
@@ -337,7 +339,11 @@ class _Writer:
             if how == "l2":
                 return f"{_np(out.dtype)}({acc} * 0.5)"
             if how == "mean":
-                return f"{_np(out.dtype)}({acc} / ({cnt}))" if fdt else f"{acc} // ({cnt})"
+                if fdt:
+                    return f"{_np(out.dtype)}({acc} / ({cnt}))"
+                # integers: truncated toward zero, as C division (TF1)
+                return (f"{_np(out.dtype)}({acc} // ({cnt}) if {acc} >= 0 "
+                        f"else -((-{acc}) // ({cnt})))")
             return f"{_np(out.dtype)}({acc})"
 
         keep = [k for k in range(rank) if k not in axes]

@@ -238,7 +238,8 @@ class Kernel:
 
 # -- what can be compiled ----------------------------------------------------------------------
 _FLOAT = ("float32", "float64")
-_REDUCE_HOW = {"Sum": "sum", "Mean": "mean", "Max": "max", "Min": "min", "Prod": "prod"}
+_REDUCE_HOW = {"Sum": "sum", "Mean": "mean", "Max": "max", "Min": "min", "Prod": "prod",
+               "Any": "max", "All": "min"}
 _SKIP = ("NoOp",)
 MAX_INLINE_DEPTH = 64     # longer chains are stored every so often (bounded expression trees)
 MAX_KERNEL_OPS = 1500     # larger segments run op by op rather than compiling for minutes
@@ -262,11 +263,7 @@ def supported(op) -> bool:
         return True
     if t in _REDUCE_HOW:
         x = op.inputs[0]
-        if x.shape.ndims is None:
-            return False
-        if t == "Mean" and x.dtype.name not in _FLOAT:
-            return False
-        return True
+        return x.shape.ndims is not None
     if t == "Unbroadcast":
         return op.inputs[0].shape.ndims is not None and op.inputs[1].shape.ndims is not None
     if t in ("MatMul", "BatchMatMul", "BatchMatMulV2"):
@@ -303,7 +300,7 @@ def supported(op) -> bool:
         r = op.inputs[0].shape.ndims
         a = op.attrs.get("axis")
         return (r is not None and r >= 1 and isinstance(a, (int, np.integer))
-                and a % r == r - 1 and op.inputs[0].dtype.name != "bool")
+                and op.inputs[0].dtype.name != "bool")
     if t in ("Softmax", "LogSoftmax", "SoftmaxCrossEntropyWithLogits"):
         r = op.inputs[0].shape.ndims
         return (r is not None and r >= 1 and op.attrs.get("axis") in (r - 1, -1)
@@ -555,6 +552,8 @@ class Lowerer:
         if t == "Transpose":
             return self._lower_transpose(op, pos)
         if t in ("ArgMax", "ArgMin"):
+            if op.attrs["axis"] % op.inputs[0].shape.ndims != op.inputs[0].shape.ndims - 1:
+                return _ak.lower_arg_inner_axis(self, op, pos)
             return self._lower_reduce(op, pos, t.lower(), (op.attrs["axis"],), False)
         if t == "L2Loss":
             return self._lower_reduce(op, pos, "l2", None, False)

@@ -153,3 +153,32 @@ def test_generated_source_indexes_arrays_directly():
     assert "a0[a1[i0], i1]  # GatherV2" in src, src  # params read at the fed indices
     assert "b1[i0, 1 + i1]" in src, src  # the slice, fused into the multiply
     assert src.index("raise ValueError") < src.index("np.empty")  # the index check first
+
+
+def test_tile_fill_and_their_gradients():
+    x = tf.placeholder(tf.float32, [None, 3])
+    y = tf.tile(x * 2.0, [2, 1]) + 1.0
+    z = tf.tile(x[:1], [3, 2])
+    f = tf.fill(tf.shape(x), 2.5) * x + tf.zeros(tf.shape(x)) + tf.fill([3], tf.reduce_sum(x))
+    loss = tf.reduce_sum(y * y) + tf.reduce_sum(z * z) + tf.reduce_sum(f * f)
+    for n in (4, 1):
+        compiled_both([y, z, f] + tf.gradients(loss, [x]), {x: rand(n, 3)})
+
+
+def test_any_all_and_integer_mean():
+    a = tf.placeholder(tf.int32, [None, 3])
+    b = tf.placeholder(tf.bool, [None, 3])
+    out = compiled_both([tf.reduce_mean(a), tf.reduce_mean(a, 0),
+                         tf.reduce_mean(a, 1, keepdims=True), tf.reduce_any(b),
+                         tf.reduce_all(b, 1), tf.reduce_any(b, 0), tf.reduce_all(b)],
+                        {a: np.array([[-7, 2, 1], [4, -5, 9]], np.int32),
+                         b: np.array([[True, False, True], [True, True, True]])})
+    np.testing.assert_array_equal(out[1], [-1, -1, 5])  # truncated toward zero, as TF1
+
+
+def test_argmax_and_argmin_on_any_axis():
+    x = tf.placeholder(tf.float32, [None, 4, 3])
+    xv = rand(5, 4, 3)
+    xv[0, :, 0] = np.nan
+    compiled_both([tf.argmax(x, 0), tf.argmin(x, 1), tf.argmax(x * 2.0, -2),
+                   tf.argmax(x, 2, output_type=tf.int32)], {x: xv})
