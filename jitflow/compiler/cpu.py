@@ -36,6 +36,7 @@ import numpy as np
 from jitflow import errors
 from jitflow.compiler import cache as _cache
 from jitflow.compiler import fuse as _fuse
+from jitflow.compiler import runtime_shapes as _rs
 from jitflow.compiler.codegen import ERROR_PREFIX, generate_function
 from jitflow.compiler.plan import Plan
 
@@ -316,7 +317,8 @@ class Executable:
             # random ops whose inputs are known before the call are drawn first, with the
             # session's RNG, so they do not split the plan
             if (op.op_def.kind == "random" and len(op.outputs) == 1
-                    and all(t in fed or t.op.type == "Const" for t in op.inputs)
+                    and all(t in fed or t.op.type == "Const" or t.op.type == "Shape"
+                            and _rs.computable(t.op.inputs[0], fed) for t in op.inputs)
                     and op.outputs[0] not in fed):
                 pre.append(op)
         pre_set = set(pre)
@@ -476,9 +478,17 @@ class Executable:
         env = dict(zip(self.plan.feeds, feed_values))
         vals = []
         for op in self.pre:
-            args = [env[t] if t in env else t.op.attrs["value"] for t in op.inputs]
+            args = [env[t] if t in env else t.op.attrs["value"] if t.op.type == "Const"
+                    else self._runtime_shape(t, env, session) for t in op.inputs]
             vals.append(run_op_reference(op, args, ctx)[0])
         return vals
+
+    def _runtime_shape(self, t, env, session) -> np.ndarray:
+        """The value of a `tf.shape(h)` feeding a hoisted random op, from feed shapes."""
+        dims = _rs.shape_of(t.op.inputs[0], env, session._state)
+        if dims is None:  # operands that do not agree: the interpreter reports it
+            raise _CheckFailed(t.op, "shapes of the operands do not agree")
+        return np.array(dims, t.dtype.as_numpy_dtype)
 
     def _compiled_for(self, seg: _Segment, ins, bufs) -> _Compiled:
         ckey = _classes_key(list(ins) + list(bufs))

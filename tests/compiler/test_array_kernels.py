@@ -182,3 +182,30 @@ def test_argmax_and_argmin_on_any_axis():
     xv[0, :, 0] = np.nan
     compiled_both([tf.argmax(x, 0), tf.argmin(x, 1), tf.argmax(x * 2.0, -2),
                    tf.argmax(x, 2, output_type=tf.int32)], {x: xv})
+
+
+def test_dropout_with_a_runtime_shape_is_drawn_before_the_native_call():
+    tf.set_random_seed(1)
+    x = tf.placeholder(tf.float32, [None, 6])
+    w = tf.Variable(rand(6, 5, seed=4), name="w")
+    h = tf.nn.relu(tf.matmul(x, w) + 1.0)
+    d = tf.nn.dropout(h, keep_prob=0.5, seed=3)
+    train = tf.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_sum(d))
+    compiled_both([train, d], {x: rand(4, 6)}, steps=3, after=w)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(train, {x: rand(3, 6)})
+        ex = next(s.executable for s in sess._specs.values()
+                  if any(op.type == "RandomUniform" for op in s.plan.ops))
+        assert ex.single and [op.type for op in ex.pre] == ["RandomUniform"]
+
+
+def test_runtime_shaped_draw_with_operands_that_disagree_raises_tf1_error():
+    a = tf.placeholder(tf.float32, [None, None])
+    b = tf.placeholder(tf.float32, [None, None])
+    tf.set_random_seed(2)
+    d = tf.nn.dropout(a * b, keep_prob=0.5, seed=5)
+    compiled_both(d, {a: rand(2, 3), b: rand(1, 3)})
+    with tf.Session() as sess:
+        with pytest.raises(errors.InvalidArgumentError):
+            sess.run(d, {a: rand(2, 3), b: rand(3, 3)})
