@@ -717,9 +717,7 @@ class _FastPath:
         used = set(self.pos)
         for i, t in enumerate(spec.feeds):
             lines += _feed_lines(i, t, spec.checks[i], names, args, i in used)
-        dyn = [k for k in self.pos if not _static_dims(spec.feeds[k])]
-        key = "()" if not dyn else (f"x{dyn[0]}.shape" if len(dyn) == 1 else
-                                    "(" + "".join(f"x{k}.shape, " for k in dyn) + ")")
+        key = _key_source(spec.feeds, self.pos)
         convs = [f"cv{m}" for m in range(len(self.conv_idx))]
         bufs = [f"b{k}" for k in range(len(ex.var_ops))]
         lines += [f"    key = {key}",
@@ -820,9 +818,22 @@ def _scalar_maker(conv):
     return _Convert(conv)
 
 
-def _static_dims(t) -> bool:
-    dims = t.shape.as_tuple()
-    return dims is not None and all(d is not None for d in dims)
+def _key_source(feeds, pos) -> str:
+    """Source of a runner's entry key: which fed `None` dimensions are 1 (one bit each; a
+    kernel is compiled per such class, so other sizes share its entry), plus the whole shape
+    of feeds of unknown rank."""
+    bits, shapes = [], []
+    for k in dict.fromkeys(pos):
+        dims = feeds[k].shape.as_tuple()
+        if dims is None:
+            shapes.append(f"x{k}.shape")
+            continue
+        for a, d in enumerate(dims):
+            if d is None:
+                size = f"len(x{k})" if a == 0 else f"x{k}.shape[{a}]"
+                bits.append(f"({size} == 1)" + (f" << {len(bits)}" if bits else ""))
+    key = " | ".join(bits) or "0"
+    return f"({key}, " + "".join(s + ", " for s in shapes) + ")" if shapes else key
 
 
 def _entry_point(fn, args):

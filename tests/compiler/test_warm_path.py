@@ -228,3 +228,20 @@ def test_rank0_results_of_every_dtype_are_numpy_scalars_of_that_dtype():
     assert [type(v) for v in got] == [np.float32, np.float64, np.int32, np.int64, np.bool_,
                                       np.float64, np.float32, np.float32]
     assert got[3] == 2 ** 40 - 5 and np.isinf(got[6]) and np.signbit(got[7])
+
+
+def test_new_sizes_of_none_dims_share_the_entry_and_size_one_gets_its_own():
+    x = tf.placeholder(tf.float32, [None, 2], name="x")
+    y = tf.placeholder(tf.float32, [None, None], name="y")
+    z = x * y
+    with tf.Session() as sess:
+        f = sess.make_callable(z, [x, y])
+        for n in (3, 3, 5, 7):
+            a, b = np.full((n, 2), 2, np.float32), np.full((n, 2), 3, np.float32)
+            np.testing.assert_array_equal(f(a, b), a * b)
+        entries = f.spec.executable._fast.entries
+        assert len(entries) == 1
+        for n, m in ((1, 2), (1, 2), (4, 1), (4, 1)):
+            a, b = np.full((n, 2), 2, np.float32), np.full((n, m), 3, np.float32)
+            np.testing.assert_array_equal(f(a, b), a * b)
+        assert len(entries) == 3
