@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jitflow.compiler.fuse import (Apply, Check, Load, Pending, RangeCheck, Reduce, Value,
+from jitflow.compiler.fuse import (Apply, Check, Lit, Load, Pending, RangeCheck, Reduce, Value,
                                    _Unsupported)
 
 __all__ = ["Take", "Region", "Alloc", "LOWER", "SUPPORTED", "SHAPE_ONLY", "INLINE_INTO",
@@ -35,10 +35,10 @@ class Take:
 
 @dataclass(eq=False)
 class Alloc:
-    """Statement: allocate `out` (zero-filled when `zero`)."""
+    """Statement: allocate `out`, filled with the scalar expression `fill` unless None."""
 
     out: Value
-    zero: bool
+    fill: object
     op: int
 
 
@@ -280,7 +280,7 @@ def _lower_slice_grad(low, op, pos: int) -> None:
         if not (oa and ob):
             _eq_check(low, a, b, pos, "Incompatible shapes")
     v = low._buf(dtype, x_ones, x_dims)
-    low.stmts.append(Alloc(v, True, pos))
+    low.stmts.append(Alloc(v, Lit(0, dtype), pos))
     items = []
     for (kind, a, *rest), one in zip(axes, x_ones):
         items.append(("fixed", ("const", 0)) if one and kind == "lin" else (kind, a, *rest))
@@ -301,7 +301,6 @@ def _range_check(low, idx: Value, dim, pos: int, what: str) -> None:
 def _indices(low, t, pos: int):
     """The indices of a gather: a Value, or a Python int for a scalar constant."""
     inf = low.info.get(t)
-    from jitflow.compiler.fuse import Lit
     if isinstance(inf, Lit):
         return int(inf.value)
     v = low._value(t, pos)
@@ -364,7 +363,7 @@ def _lower_gather_grad(low, op, pos: int) -> None:
     if len(g_ones) != r - 1 + n_i:
         raise _Unsupported("gather gradient rank")
     v = low._buf(dtype, p_ones, p_dims)
-    low.stmts.append(Alloc(v, True, pos))
+    low.stmts.append(Alloc(v, Lit(0, dtype), pos))
     items = []
     for k in range(r):
         if k == a:
@@ -412,7 +411,7 @@ def _join(low, op, pos: int, axis: int, new_axis: bool) -> None:
         ones[a] = total == 1
         dims[a] = total
     v = low._buf(dtype, *_refine(out, tuple(ones), tuple(dims)))
-    low.stmts.append(Alloc(v, False, pos))
+    low.stmts.append(Alloc(v, None, pos))
     for p, off in zip(parts, offsets):
         items = []
         for k in range(r):
@@ -584,7 +583,7 @@ def _lower_tile_grad(low, op, pos: int) -> None:
     if len(g_ones) != len(x_ones):
         raise _Unsupported("tile gradient rank")
     v = low._buf(dtype, x_ones, x_dims)
-    low.stmts.append(Alloc(v, True, pos))
+    low.stmts.append(Alloc(v, Lit(0, dtype), pos))
     items = tuple(("fixed", ("const", 0)) if one else ("mod", k, d)
                   for k, (one, d) in enumerate(zip(x_ones, x_dims)))
     low.stmts.append(Region(v, g_expr, g_dims, g_ones, items, "add", pos))
@@ -611,19 +610,111 @@ def _lower_fill(low, op, pos: int) -> None:
     low._place(out, Pending(expr, dtype, ones, dims, reads, pos), pos)
 
 
+def _permuted(src: Value, a: int) -> tuple:
+    """Axes moving axis `a` last: (axes for Load(src) in the permuted loop, ones, dims)."""
+    r = src.rank
+    perm = [k for k in range(r) if k != a] + [a]
+    axes = [0] * r
+    for j, k in enumerate(perm):
+        axes[k] = j
+    return (tuple(axes), tuple(src.ones[k] for k in perm), tuple(src.dims[k] for k in perm),
+            tuple(perm))
+
+
+def lower_row_inner_axis(low, op, pos: int) -> None:
+    """Softmax/LogSoftmax along an axis other than the last: rows of a transposed copy."""
+    from jitflow.compiler.fuse import _ROW_HOW, Loop, RowOp
+    out = op.outputs[0]
+    if out in low.fed:
+        return
+    src = _src(low, op.inputs[0], pos)
+    a = op.attrs["axis"] % src.rank
+    axes, ones, dims, perm = _permuted(src, a)
+    if ones[-1]:  # one element per row: 1 (log: 0), nan where x is not finite
+        tmpl = "(({0} - {0}) + {1})" if op.type == "Softmax" else "({0} - {0})"
+        expr = Apply(tmpl, [Load(src), Lit(1, src.dtype)], src.dtype, pos)
+        low._place(out, Pending(expr, src.dtype, src.ones, src.dims, _reads(src), pos), pos)
+        return
+    xt = low._buf(src.dtype, ones, dims)
+    low.stmts.append(Loop(xt, Load(src, axes), pos))
+    yt = low._buf(out.dtype.name, ones, dims)
+    low.stmts.append(RowOp(_ROW_HOW[op.type], [yt], xt, None, pos))
+    # yt's dim j is the source's dim perm[j]: read it back in the source's axis order
+    low._place(out, Pending(Load(yt, perm), yt.dtype, src.ones, src.dims, frozenset(), pos),
+               pos)
+
+
+def _lower_reverse(low, op, pos: int) -> None:
+    out = op.outputs[0]
+    if out in low.fed:
+        return
+    src = _src(low, op.inputs[0], pos)
+    rev = {a % src.rank for a in op.attrs["axis"]}
+    items = []
+    for k, (one, d) in enumerate(zip(src.ones, src.dims)):
+        if one:
+            items.append(("fixed", ("const", 0)))
+        elif k in rev:
+            last = _const(_static(d) - 1) if _is_static(d) else ("arith", "-", d, ("const", 1))
+            items.append(("lin", last, -1, k))
+        else:
+            items.append(("lin", ("const", 0), 1, k))
+    low._place(out, Pending(Take(src, tuple(items)), src.dtype, src.ones, src.dims,
+                            _reads(src), pos), pos)
+
+
+def _lower_pad(low, op, pos: int) -> None:
+    out = op.outputs[0]
+    if out in low.fed:
+        return
+    x_expr, dtype, x_ones, x_dims, _ = low._expr(op.inputs[0])
+    c_expr, _, c_ones, _, _ = low._expr(op.inputs[1])
+    if c_ones:
+        raise _Unsupported("pad value is not a scalar")
+    pads = op.attrs["paddings"]
+    ones, dims, items = [], [], []
+    for k, (one, d, (lo, hi)) in enumerate(zip(x_ones, x_dims, pads)):
+        n = _add(_add(d, _const(lo) if lo else ("const", 0)), _const(hi) if hi else ("const", 0))
+        ones.append(n == 1)
+        dims.append(n)
+        items.append(("fixed", _const(lo) if lo else ("const", 0)) if one
+                     else ("lin", ("const", lo), 1, k))
+    ones, dims = _refine(out, tuple(ones), tuple(dims))
+    v = low._buf(dtype, ones, dims)
+    low.stmts.append(Alloc(v, c_expr, pos))
+    low.stmts.append(Region(v, x_expr, x_dims, x_ones, tuple(items), "set", pos))
+    low.info[out] = v
+
+
+def _lower_pad_grad(low, op, pos: int) -> None:
+    out = op.outputs[0]
+    if out in low.fed:
+        return
+    src = _src(low, op.inputs[0], pos)
+    _, _, ones, dims, _ = low._expr(op.inputs[1], shape_only=True)
+    items = []
+    for k, (one, (lo, _hi)) in enumerate(zip(src.ones, op.attrs["paddings"])):
+        items.append(("fixed", ("const", 0)) if one else ("lin", ("const", lo), 1, k))
+    low._place(out, Pending(Take(src, tuple(items)), src.dtype, ones, dims, _reads(src), pos),
+               pos)
+
+
 LOWER = {"StridedSlice": _lower_slice, "Slice": _lower_slice,
          "StridedSliceGrad": _lower_slice_grad, "SliceGrad": _lower_slice_grad,
          "GatherV2": _lower_gather, "GatherGrad": _lower_gather_grad,
          "ConcatV2": _lower_concat, "Pack": _lower_pack, "Unpack": _lower_unpack,
          "Split": _lower_split, "ConcatGradSlice": _lower_concat_grad_slice,
-         "Tile": _lower_tile, "TileGrad": _lower_tile_grad, "Fill": _lower_fill}
+         "Tile": _lower_tile, "TileGrad": _lower_tile_grad, "Fill": _lower_fill,
+         "ReverseV2": _lower_reverse, "PadV2": _lower_pad, "PadGrad": _lower_pad_grad}
 
 # inputs read only for their shape
 SHAPE_ONLY = {"StridedSliceGrad": (1,), "SliceGrad": (1,), "GatherGrad": (2,),
-              "ConcatGradSlice": range(1, 1 << 16), "TileGrad": (1,), "Fill": (1,)}
+              "ConcatGradSlice": range(1, 1 << 16), "TileGrad": (1,), "Fill": (1,),
+              "PadGrad": (1,)}
 # inputs that may stay inlined expressions (they are looped over in order, never indexed)
 INLINE_INTO = {"StridedSliceGrad": (0,), "SliceGrad": (0,), "GatherGrad": (0,),
-               "ConcatV2": None, "Pack": None, "TileGrad": (0,), "Fill": (0,)}
+               "ConcatV2": None, "Pack": None, "TileGrad": (0,), "Fill": (0,),
+               "PadV2": None}
 
 
 # -- what compiles -------------------------------------------------------------------------------
@@ -682,7 +773,12 @@ SUPPORTED = {"StridedSlice": _sup_slice, "Slice": _sup_slice,
              "TileGrad": lambda op: _ranked(*op.inputs) and op.inputs[1].shape.ndims > 0,
              "Fill": lambda op: op.inputs[0].shape.ndims == 0 and (
                  op.attrs.get("dims") is not None or op.inputs[1].op.type == "Shape"
-                 and _ranked(op.inputs[1].op.inputs[0]))}
+                 and _ranked(op.inputs[1].op.inputs[0])),
+             "ReverseV2": _sup_unary,
+             "PadV2": lambda op: op.attrs["mode"] == "CONSTANT" and _ranked(op.inputs[0])
+             and op.inputs[0].shape.ndims > 0,
+             "PadGrad": lambda op: op.attrs["mode"] == "CONSTANT" and _ranked(*op.inputs)
+             and op.inputs[1].shape.ndims > 0}
 
 
 # -- CPU emitters ------------------------------------------------------------------------------
@@ -713,8 +809,8 @@ def take_text(w, e: Take, idx: list, dim) -> str:
 
 def _emit_alloc(w, s: Alloc, depth: int, dim) -> None:
     w.alloc(s.out, depth, s.op)
-    if s.zero:
-        w.emit(depth, f"{s.out.name}.fill(0)", s.op)
+    if s.fill is not None:
+        w.emit(depth, f"{s.out.name}.fill({w.expr(s.fill, [], False, depth)})", s.op)
 
 
 def _emit_region(w, s: Region, depth: int, dim) -> None:

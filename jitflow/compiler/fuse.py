@@ -303,7 +303,8 @@ def supported(op) -> bool:
                 and op.inputs[0].dtype.name != "bool")
     if t in ("Softmax", "LogSoftmax", "SoftmaxCrossEntropyWithLogits"):
         r = op.inputs[0].shape.ndims
-        return (r is not None and r >= 1 and op.attrs.get("axis") in (r - 1, -1)
+        return (r is not None and r >= 1 and (op.attrs.get("axis") in (r - 1, -1) or (
+                    t != "SoftmaxCrossEntropyWithLogits" and -r <= op.attrs["axis"] < r))
                 and op.inputs[0].dtype.name in _FLOAT
                 and (t != "SoftmaxCrossEntropyWithLogits"
                      or op.inputs[1].shape.ndims == r))
@@ -565,6 +566,9 @@ class Lowerer:
         if t == "OneHot":
             return self._lower_one_hot(op, pos)
         if t in _ROW_HOW:
+            if t in ("Softmax", "LogSoftmax") and op.attrs["axis"] not in (
+                    -1, op.inputs[0].shape.ndims - 1):
+                return _ak.lower_row_inner_axis(self, op, pos)
             return self._lower_row(op, pos)
         if t in _ak.LOWER:
             return _ak.LOWER[t](self, op, pos)

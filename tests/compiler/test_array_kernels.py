@@ -209,3 +209,13 @@ def test_runtime_shaped_draw_with_operands_that_disagree_raises_tf1_error():
     with tf.Session() as sess:
         with pytest.raises(errors.InvalidArgumentError):
             sess.run(d, {a: rand(2, 3), b: rand(3, 3)})
+
+
+def test_softmax_on_other_axes_reverse_pad_and_gradients():
+    x = tf.placeholder(tf.float32, [None, 4, 3])
+    ys = [tf.nn.softmax(x, axis=0), tf.nn.log_softmax(x * 2.0, axis=1),
+          tf.reverse(x, [0, 2]) * 2.0, tf.pad(x, [[1, 0], [0, 2], [1, 1]]),
+          tf.pad(x * 1.0, [[0, 0], [1, 0], [0, 0]], constant_values=3.0)]
+    loss = tf.add_n([tf.reduce_sum(y * y) for y in ys])
+    for n in (2, 1):
+        compiled_both(ys + tf.gradients(loss, [x]), {x: rand(n, 4, 3)})
