@@ -699,18 +699,74 @@ def _lower_pad_grad(low, op, pos: int) -> None:
                pos)
 
 
+@dataclass(eq=False)
+class DimValue:
+    """Expression: the runtime value of a symbolic dim (Size)."""
+
+    dim: object
+    dtype: str
+
+
+def _lower_size_rank(low, op, pos: int) -> None:
+    from jitflow.compiler.fuse import ShapeInfo
+    if op.type == "ShapeN":
+        for x, out in zip(op.inputs, op.outputs):
+            _, _, ones, dims, _ = low._expr(x, shape_only=True)
+            if out not in low.fed:
+                low.info[out] = ShapeInfo(dims, ones, out.dtype.name, pos)
+        return
+    out = op.outputs[0]
+    if out in low.fed:
+        return
+    _, _, ones, dims, _ = low._expr(op.inputs[0], shape_only=True)
+    dt = out.dtype.name
+    if op.type == "Rank":
+        low.info[out] = Lit(len(ones), dt)
+    elif all(_is_static(d) for d in dims):
+        n = 1
+        for d in dims:
+            n *= _static(d)
+        low.info[out] = Lit(n, dt)
+    else:
+        low._place(out, Pending(DimValue(("prod", dims), dt), dt, (), (), frozenset(), pos),
+                   pos)
+
+
+def _lower_range(low, op, pos: int) -> None:
+    out = op.outputs[0]
+    if out in low.fed:
+        return
+    from jitflow.compiler.fuse import Index
+    vals = [low.info.get(t) for t in op.inputs]
+    if not all(isinstance(v, Lit) for v in vals):
+        raise _Unsupported("range of computed bounds")
+    dt = out.dtype.name
+    n = out.shape.as_tuple()[0]
+    wide = "float64" if dt.startswith("float") else "int64"
+    expr = Apply("({0} + {1} * {2})", [Lit(vals[0].value, wide), Lit(vals[2].value, wide),
+                                         Index(0)], dt, pos, True)
+    low._place(out, Pending(expr, dt, (n == 1,), (_const(n) if n else ("const", 0),),
+                            frozenset(), pos), pos)
+
+
+def _dim_value_text(w, e: DimValue, idx, dim) -> str:
+    return f"{'np.bool_' if e.dtype == 'bool' else 'np.' + e.dtype}({dim(e.dim)})"
+
+
 LOWER = {"StridedSlice": _lower_slice, "Slice": _lower_slice,
          "StridedSliceGrad": _lower_slice_grad, "SliceGrad": _lower_slice_grad,
          "GatherV2": _lower_gather, "GatherGrad": _lower_gather_grad,
          "ConcatV2": _lower_concat, "Pack": _lower_pack, "Unpack": _lower_unpack,
          "Split": _lower_split, "ConcatGradSlice": _lower_concat_grad_slice,
          "Tile": _lower_tile, "TileGrad": _lower_tile_grad, "Fill": _lower_fill,
-         "ReverseV2": _lower_reverse, "PadV2": _lower_pad, "PadGrad": _lower_pad_grad}
+         "ReverseV2": _lower_reverse, "PadV2": _lower_pad, "PadGrad": _lower_pad_grad,
+         "Size": _lower_size_rank, "Rank": _lower_size_rank, "ShapeN": _lower_size_rank,
+         "Range": _lower_range}
 
 # inputs read only for their shape
 SHAPE_ONLY = {"StridedSliceGrad": (1,), "SliceGrad": (1,), "GatherGrad": (2,),
               "ConcatGradSlice": range(1, 1 << 16), "TileGrad": (1,), "Fill": (1,),
-              "PadGrad": (1,)}
+              "PadGrad": (1,), "Size": (0,), "Rank": (0,), "ShapeN": range(1 << 16)}
 # inputs that may stay inlined expressions (they are looped over in order, never indexed)
 INLINE_INTO = {"StridedSliceGrad": (0,), "SliceGrad": (0,), "GatherGrad": (0,),
                "ConcatV2": None, "Pack": None, "TileGrad": (0,), "Fill": (0,),
@@ -778,7 +834,11 @@ SUPPORTED = {"StridedSlice": _sup_slice, "Slice": _sup_slice,
              "PadV2": lambda op: op.attrs["mode"] == "CONSTANT" and _ranked(op.inputs[0])
              and op.inputs[0].shape.ndims > 0,
              "PadGrad": lambda op: op.attrs["mode"] == "CONSTANT" and _ranked(*op.inputs)
-             and op.inputs[1].shape.ndims > 0}
+             and op.inputs[1].shape.ndims > 0,
+             "Size": lambda op: _ranked(*op.inputs), "Rank": lambda op: _ranked(*op.inputs),
+             "ShapeN": lambda op: _ranked(*op.inputs),
+             "Range": lambda op: op.outputs[0].shape.is_fully_defined()
+             and all(t.op.type == "Const" for t in op.inputs)}
 
 
 # -- CPU emitters ------------------------------------------------------------------------------
@@ -836,4 +896,5 @@ def _emit_range_check(w, c: RangeCheck, depth: int, dim) -> None:
            c.op)
 
 
+EXPR = {Take: take_text, DimValue: _dim_value_text}
 EMIT = {Alloc: _emit_alloc, Region: _emit_region, RangeCheck: _emit_range_check}

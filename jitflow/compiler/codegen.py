@@ -88,8 +88,8 @@ class _Writer:
             return self.load(e.value, idx, flat, e.axes)
         if isinstance(e, Index):
             return idx[e.axis]
-        if isinstance(e, _ak.Take):
-            return _ak.take_text(self, e, idx, _dim)
+        if type(e) in _ak.EXPR:
+            return _ak.EXPR[type(e)](self, e, idx, _dim)
         assert isinstance(e, Apply)
         args = [self.expr(a, idx, flat, depth) for a in e.args]
         whole = _WHOLE_OP_HELPERS.get(self.k.op_types[e.op])

@@ -219,3 +219,13 @@ def test_softmax_on_other_axes_reverse_pad_and_gradients():
     loss = tf.add_n([tf.reduce_sum(y * y) for y in ys])
     for n in (2, 1):
         compiled_both(ys + tf.gradients(loss, [x]), {x: rand(n, 4, 3)})
+
+
+def test_size_rank_shape_n_and_static_range():
+    x = tf.placeholder(tf.float32, [None, 3])
+    c = tf.placeholder(tf.float32, [2, 3])
+    fs = [tf.size(x), tf.size(c), tf.rank(x), tf.shape_n([x, c])[0], tf.shape_n([x, c])[1] * 2,
+          tf.cast(tf.size(x), tf.float32) * tf.reduce_sum(x), tf.range(2, 11, 3) * 2,
+          tf.range(1.0, 0.0, -0.25) + 0.0, tf.range(5, dtype=tf.float32) * tf.reduce_sum(x)]
+    for n in (4, 1):
+        compiled_both(fs, {x: rand(n, 3), c: rand(2, 3)})
