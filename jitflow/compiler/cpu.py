@@ -563,19 +563,20 @@ class Executable:
         return results
 
     # -- the warm path ------------------------------------------------------------------------
-    def fast_runner(self, spec, state: dict, ordinary, session=None):
+    def fast_runner(self, spec, state: dict, ordinary, session=None, miss=None):
         """A generated function running `spec` with one native call (see `_FastPath`), or None.
 
         `ordinary(args)` is the session's general path, taken for anything unusual. With
         `session` the function is `make_callable`'s (positional feed values, closed-session
         check); without, `Session.run`'s (called with the feed_dict's values, already checked
-        for a closed session).
+        for a closed session). With `miss`, `Session.run`'s taking the feed_dict itself, which
+        returns `miss` when the dict's keys are not this signature's feed tensors.
         """
         if not self.single or self.pre or self.debug >= 2:
             return None
         if self._fast is None:
             self._fast = _FastPath(self, spec, state, ordinary)
-        return self._fast.function(session)
+        return self._fast.function(session, miss)
 
     # -- introspection ------------------------------------------------------------------------
     def sources(self, feed_values, session) -> list:
@@ -684,8 +685,9 @@ class _FastPath:
         return (ep, ct, vs, *[_scalar_maker(c.out_conv[i]) for i in self.conv_idx], *bufs)
 
     # -- the generated function ---------------------------------------------------------------
-    def function(self, session=None):
-        """The runner for `make_callable` (with `session`) or for `Session.run`."""
+    def function(self, session=None, miss=None):
+        """The runner for `make_callable` (with `session`) or for `Session.run` (given the
+        feed values, or with `miss` the feed dict)."""
         spec, ex = self.spec, self.ex
         mapper = spec.mapper
         if len(ex.fetch_src) != len(mapper.tensors) or len(spec.fetch_pos) != len(mapper.tensors):
@@ -712,6 +714,15 @@ class _FastPath:
                       "{len(args)}\")"]
             if n:
                 lines.append("    " + "".join(v + ", " for v in vs) + "= args")
+        elif miss is not None:
+            names["_miss"] = miss
+            lines += ["def _runner(feed):", f"    if len(feed) != {n}:", "        return _miss"]
+            for i, t in enumerate(spec.feeds):
+                names[f"_T{i}"] = t
+                lines.append(f"    v{i} = feed.get(_T{i}, _miss)")
+            if n:
+                lines += ["    if " + " or ".join(f"{v} is _miss" for v in vs) + ":",
+                          "        return _miss"]
         else:
             lines.append("def _runner(" + ", ".join(vs) + "):")
         used = set(self.pos)

@@ -245,3 +245,18 @@ def test_new_sizes_of_none_dims_share_the_entry_and_size_one_gets_its_own():
             a, b = np.full((n, 2), 2, np.float32), np.full((n, m), 3, np.float32)
             np.testing.assert_array_equal(f(a, b), a * b)
         assert len(entries) == 3
+
+
+def test_runs_with_the_same_fetches_and_other_feeds_take_their_own_signature():
+    a, b, res = seeds()
+    c = tf.placeholder_with_default(np.float32(4.0), [], name="c")
+    out = res * c
+    with tf.Session() as sess:
+        for _ in range(3):
+            assert sess.run(out, {a: 1.0, b: 1.0}) == np.float32(2.0)
+            assert sess.run(out, {"a:0": 3.0, b: 1.0}) == np.float32(3.0)
+            assert sess.run(out, {a: 1.0, b: 1.0, c: 1.0}) == np.float32(0.5)
+            assert sess.run(out, {a: 1.0, c: 2.0, b: 1.0}) == np.float32(1.0)
+            with pytest.raises(errors.InvalidArgumentError):
+                sess.run(out, {a: 1.0, c: 2.0})
+            assert sess.run(out, {res: 2.0}) == np.float32(8.0)
