@@ -266,7 +266,7 @@ def supported(op) -> bool:
         return x.shape.ndims is not None
     if t == "Unbroadcast":
         return op.inputs[0].shape.ndims is not None and op.inputs[1].shape.ndims is not None
-    if t in ("MatMul", "BatchMatMul", "BatchMatMulV2"):
+    if t in ("MatMul", "BatchMatMul"):
         return (t == "MatMul" and op.inputs[0].dtype.name != "bool"
                 and op.inputs[0].shape.ndims == 2 and op.inputs[1].shape.ndims == 2
                 and not op.attrs.get("adjoint_a") and not op.attrs.get("adjoint_b"))
@@ -771,6 +771,12 @@ class Lowerer:
         cast = op.type == "Cast" or (
             parts and dtype != parts[0][1] and dtype != "bool")
         expr = Apply(_template_text(op), [p[0] for p in parts], dtype, pos, cast)
+        if (not cast and len(parts) == 1 and expr.template == "{0}" and parts[0][0] is not None
+                and parts[0][2] == ones and parts[0][3] == dims):
+            # an identity (e.g. a variable's `read`): pass the value through, so a stored
+            # input is shared rather than copied (it is copied only if its variable is
+            # written while the read still has consumers)
+            expr = parts[0][0]
         reads = frozenset().union(*[p[4] for p in parts]) if parts else frozenset()
         if out in self.fed:
             return
