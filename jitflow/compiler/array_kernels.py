@@ -753,6 +753,36 @@ def _dim_value_text(w, e: DimValue, idx, dim) -> str:
     return f"{'np.bool_' if e.dtype == 'bool' else 'np.' + e.dtype}({dim(e.dim)})"
 
 
+def _lower_batch_matmul(low, op, pos: int) -> None:
+    """BatchMatMulV2 as a sum over k of a[..., i, k] * b[..., k, j] (batch dims broadcast)."""
+    out = op.outputs[0]
+    if out in low.fed:
+        return
+    a, b = _src(low, op.inputs[0], pos), _src(low, op.inputs[1], pos)
+    if a.rank < 2 or b.rank < 2:
+        raise _Unsupported("batch matmul of vectors")
+    nb = max(a.rank, b.rank) - 2
+    parts = [(None, None, v.ones[:-2], v.dims[:-2], None) for v in (a, b)]
+    b_ones, b_dims = low._broadcast(parts, pos)
+    ta, tb = bool(op.attrs["adj_x"]), bool(op.attrs["adj_y"])
+    # loop axes: batch..., i (nb), j (nb + 1), k (nb + 2)
+    i, j, k = nb, nb + 1, nb + 2
+    ax_a = tuple(range(nb - (a.rank - 2), nb)) + ((k, i) if ta else (i, k))
+    ax_b = tuple(range(nb - (b.rank - 2), nb)) + ((j, k) if tb else (k, j))
+    m_one, m = (a.ones[-1], a.dims[-1]) if ta else (a.ones[-2], a.dims[-2])
+    ka_one, ka = (a.ones[-2], a.dims[-2]) if ta else (a.ones[-1], a.dims[-1])
+    n_one, n = (b.ones[-2], b.dims[-2]) if tb else (b.ones[-1], b.dims[-1])
+    kb_one, kb = (b.ones[-1], b.dims[-1]) if tb else (b.ones[-2], b.dims[-2])
+    if ka != kb:
+        low.checks.append(Check(ka, kb, pos, "Matrix size-incompatible"))
+    expr = Apply("({0} * {1})", [Load(a, ax_a), Load(b, ax_b)], a.dtype, pos)
+    ones = b_ones + (m_one, n_one, ka_one and kb_one)
+    dims = b_dims + (m, n, ka if not ka_one else kb)
+    v = low._buf(out.dtype.name, ones[:-1], dims[:-1])
+    low.stmts.append(Reduce(v, expr, dims, ones, (k,), "sum", pos, a.dtype))
+    low.info[out] = v
+
+
 LOWER = {"StridedSlice": _lower_slice, "Slice": _lower_slice,
          "StridedSliceGrad": _lower_slice_grad, "SliceGrad": _lower_slice_grad,
          "GatherV2": _lower_gather, "GatherGrad": _lower_gather_grad,
@@ -761,7 +791,7 @@ LOWER = {"StridedSlice": _lower_slice, "Slice": _lower_slice,
          "Tile": _lower_tile, "TileGrad": _lower_tile_grad, "Fill": _lower_fill,
          "ReverseV2": _lower_reverse, "PadV2": _lower_pad, "PadGrad": _lower_pad_grad,
          "Size": _lower_size_rank, "Rank": _lower_size_rank, "ShapeN": _lower_size_rank,
-         "Range": _lower_range}
+         "Range": _lower_range, "BatchMatMulV2": _lower_batch_matmul}
 
 # inputs read only for their shape
 SHAPE_ONLY = {"StridedSliceGrad": (1,), "SliceGrad": (1,), "GatherGrad": (2,),
@@ -838,7 +868,9 @@ SUPPORTED = {"StridedSlice": _sup_slice, "Slice": _sup_slice,
              "Size": lambda op: _ranked(*op.inputs), "Rank": lambda op: _ranked(*op.inputs),
              "ShapeN": lambda op: _ranked(*op.inputs),
              "Range": lambda op: op.outputs[0].shape.is_fully_defined()
-             and all(t.op.type == "Const" for t in op.inputs)}
+             and all(t.op.type == "Const" for t in op.inputs),
+             "BatchMatMulV2": lambda op: _ranked(*op.inputs) and all(
+                 t.shape.ndims >= 2 for t in op.inputs) and op.inputs[0].dtype.name != "bool"}
 
 
 # -- CPU emitters ------------------------------------------------------------------------------

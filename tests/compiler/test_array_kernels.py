@@ -229,3 +229,19 @@ def test_size_rank_shape_n_and_static_range():
           tf.range(1.0, 0.0, -0.25) + 0.0, tf.range(5, dtype=tf.float32) * tf.reduce_sum(x)]
     for n in (4, 1):
         compiled_both(fs, {x: rand(n, 3), c: rand(2, 3)})
+
+
+def test_batch_matmul_with_broadcast_adjoints_and_gradients():
+    a = tf.placeholder(tf.float32, [None, 3, 4])
+    b = tf.placeholder(tf.float32, [None, 4, 5])
+    c = tf.placeholder(tf.float32, [5, 4])
+    i = tf.placeholder(tf.int32, [2, 3, 4])
+    ys = [tf.matmul(a, b), tf.matmul(a, c, transpose_b=True),
+          tf.matmul(b, a, adjoint_a=True, adjoint_b=True),
+          tf.matmul(i, tf.transpose(i, [0, 2, 1]))]
+    loss = tf.add_n([tf.reduce_sum(y * y) for y in ys[:3]])
+    iv = np.random.default_rng(5).integers(-3, 3, (2, 3, 4)).astype(np.int32)
+    for n in (2, 1):
+        compiled_both(ys + tf.gradients(loss, [a, b, c]),
+                      {a: rand(n, 3, 4), b: rand(n, 4, 5, seed=1), c: rand(5, 4, seed=2), i: iv},
+                      rtol=2e-5)
