@@ -6,7 +6,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from jitflow import dtypes, errors  # noqa: E402
+from jitflow import dtypes, errors  # noqa: E402,F401
 from jitflow.dtypes import (  # noqa: E402,F401
     DType, as_dtype, bool, double, float16, float32, float64, half, int8, int16, int32, int64,
     string, uint8,
@@ -16,7 +16,7 @@ from jitflow.graph import (  # noqa: E402,F401
     get_default_graph, name_scope, reset_default_graph,
 )
 from jitflow.shapes import Dimension, TensorShape  # noqa: E402,F401
-from jitflow import ops as _ops  # noqa: E402
+from jitflow import ops as _ops  # noqa: E402,F401
 from jitflow.ops import *  # noqa: E402,F401,F403
 from jitflow.session import InteractiveSession, Session, get_default_session  # noqa: E402,F401
 from jitflow import nn, math, losses, random, linalg, initializers  # noqa: E402,F401
