@@ -890,6 +890,10 @@ class NumbaBackend:
 
     name = "numba"
 
+    def __init__(self) -> None:
+        from jitflow.compiler.memory import tune_allocator
+        tune_allocator()
+
     def compile(self, plan: Plan) -> Executable:
         return Executable(plan, self)
 
