@@ -11,7 +11,7 @@ import numpy as np
 from jitflow import errors
 from jitflow.compiler.plan import Plan
 
-__all__ = ["Interpreter", "RunContext", "run_op_reference"]
+__all__ = ["Interpreter", "RunContext", "run_op_reference", "run_reference_step"]
 
 
 class RunContext:
@@ -64,6 +64,27 @@ def run_op_reference(op, args, ctx: RunContext):
     return result
 
 
+def run_reference_step(op, env: dict, ctx: RunContext) -> None:
+    """Run `op` by its reference on the values in `env` and store its outputs there.
+
+    Variable ops are references (consumers read the value when they run); a fed output keeps
+    its fed value; NumPy's errors become InvalidArgumentError naming the op.
+    """
+    if op.type == "VariableV2":
+        return
+    args = [_resolve(t, env, ctx, op.op_def.needs_ctx) for t in op.inputs]
+    try:
+        outs = run_op_reference(op, args, ctx)
+    except errors.OpError:
+        raise
+    except (ValueError, IndexError, TypeError, ZeroDivisionError, OverflowError) as e:
+        raise errors.InvalidArgumentError(
+            None, op, f"{e}\n\t [[node {op.name} ({op.type})]]") from e
+    for t, v in zip(op.outputs, outs):
+        if t not in env:
+            env[t] = v
+
+
 def _resolve(t, env, ctx, needs_ctx: bool):
     if t.op.type == "VariableV2" and t not in env:
         return t.op if needs_ctx else ctx.read_var(t.op)
@@ -82,21 +103,7 @@ class _Executable:
         ctx = RunContext(session)
         with np.errstate(all="ignore"):
             for op in plan.ops:
-                d = op.op_def
-                if op.type == "VariableV2":
-                    continue  # a reference: consumers read the value when they run
-                args = [_resolve(t, env, ctx, d.needs_ctx) for t in op.inputs]
-                try:
-                    outs = run_op_reference(op, args, ctx)
-                except errors.OpError:
-                    raise
-                except (ValueError, IndexError, TypeError, ZeroDivisionError,
-                        OverflowError) as e:
-                    raise errors.InvalidArgumentError(
-                        None, op, f"{e}\n\t [[node {op.name} ({op.type})]]") from e
-                for t, v in zip(op.outputs, outs):
-                    if t not in env:  # a fed output keeps its fed value
-                        env[t] = v
+                run_reference_step(op, env, ctx)
             results = []
             for t in plan.fetches:
                 if t.op.type == "VariableV2" and t not in env:

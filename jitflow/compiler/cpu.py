@@ -33,7 +33,6 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow import errors
 from jitflow.compiler import cache as _cache
 from jitflow.compiler import fuse as _fuse
 from jitflow.compiler import runtime_shapes as _rs
@@ -506,7 +505,7 @@ class Executable:
         return c
 
     def _run_driver(self, feed_values, session):
-        from jitflow.interpreter import RunContext, _resolve, run_op_reference
+        from jitflow.interpreter import RunContext, run_reference_step
         t0 = time.perf_counter() if self.debug >= 2 else 0.0
         plan = self.plan
         env = dict(zip(plan.feeds, feed_values))
@@ -533,22 +532,7 @@ class Executable:
                         if t not in env:
                             env[t] = v
                     continue
-                op = step
-                d = op.op_def
-                if op.type == "VariableV2":
-                    continue
-                args = [_resolve(t, env, ctx, d.needs_ctx) for t in op.inputs]
-                try:
-                    outs = run_op_reference(op, args, ctx)
-                except errors.OpError:
-                    raise
-                except (ValueError, IndexError, TypeError, ZeroDivisionError,
-                        OverflowError) as e:
-                    raise errors.InvalidArgumentError(
-                        None, op, f"{e}\n\t [[node {op.name} ({op.type})]]") from e
-                for t, v in zip(op.outputs, outs):
-                    if t not in env:
-                        env[t] = v
+                run_reference_step(step, env, ctx)
             results = []
             for t in plan.fetches:
                 if t.op.type == "VariableV2" and t not in env:
