@@ -1946,7 +1946,8 @@ def pad(tensor, paddings, mode: str = "CONSTANT", name: Optional[str] = None,
         return make_op("PadV2", [x, c], attrs, name=scope).outputs[0]
 
 
-def _reverse_infer(op):
+def _same_shape_axes_infer(op):
+    """Output like the input; every attr `axis` entry must be valid for its rank."""
     x = op.inputs[0]
     r = x.shape.ndims
     if r is not None:
@@ -1955,7 +1956,7 @@ def _reverse_infer(op):
     return [(x.dtype, x.shape)]
 
 
-register("ReverseV2", infer=_reverse_infer,
+register("ReverseV2", infer=_same_shape_axes_infer,
          ref=lambda op, x: np.array(np.flip(x, axis=op.attrs["axis"])),
          grad=lambda op, g: [reverse(g, op.attrs["axis"])], kind="other",
          examples=[Example(build=lambda x: reverse(x, [1]), inputs=[(2, 3)],
@@ -2328,16 +2329,7 @@ def invert_permutation(x, name: Optional[str] = None) -> Tensor:
     return make_op("InvertPermutation", [convert_to_tensor(x)], name=name).outputs[0]
 
 
-def _roll_infer(op):
-    x = op.inputs[0]
-    r = x.shape.ndims
-    if r is not None:
-        for a in op.attrs["axis"]:
-            _norm_axis(a, r)
-    return [(x.dtype, x.shape)]
-
-
-register("Roll", infer=_roll_infer,
+register("Roll", infer=_same_shape_axes_infer,
          ref=lambda op, x: np.roll(x, op.attrs["shift"], axis=op.attrs["axis"]),
          grad=lambda op, g: [roll(g, [-s for s in op.attrs["shift"]], op.attrs["axis"])],
          kind="other",
