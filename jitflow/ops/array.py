@@ -1328,11 +1328,17 @@ def _slice_like(op, g):
                                         "size": op.attrs["size"]}).outputs[0]
 
 
-def _slice_grad(op, g):
-    x = op.inputs[0]
-    dyn = list(op.inputs[1:])
-    gx = make_op("SliceGrad", [g, x] + dyn, dict(op.attrs)).outputs[0]
-    return [gx] + [None] * len(dyn)
+def _slice_grad_rule(grad_op: str):
+    """The gradient of a slicing op: `grad_op` scatters g into zeros shaped like the input."""
+    def rule(op, g):
+        x = op.inputs[0]
+        dyn = list(op.inputs[1:])
+        gx = make_op(grad_op, [g, x] + dyn, dict(op.attrs)).outputs[0]
+        return [gx] + [None] * len(dyn)
+    return rule
+
+
+_slice_grad = _slice_grad_rule("SliceGrad")
 
 
 register("Slice", infer=_slice_infer, ref=_slice_ref, grad=_slice_grad, kind="other",
@@ -1498,11 +1504,7 @@ register("StridedSliceGrad", infer=lambda op: [(op.inputs[0].dtype, op.inputs[1]
          kind="other", doc="Scatter a StridedSlice gradient into zeros shaped like input 1.")
 
 
-def _ss_grad(op, g):
-    x = op.inputs[0]
-    dyn = list(op.inputs[1:])
-    gx = make_op("StridedSliceGrad", [g, x] + dyn, dict(op.attrs)).outputs[0]
-    return [gx] + [None] * len(dyn)
+_ss_grad = _slice_grad_rule("StridedSliceGrad")
 
 
 register("StridedSlice", infer=_ss_infer, ref=_ss_ref, grad=_ss_grad, kind="other",
