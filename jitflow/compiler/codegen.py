@@ -10,6 +10,7 @@ the caller turns into an `InvalidArgumentError` naming the op.
 from __future__ import annotations
 
 import math
+import os
 
 from jitflow.compiler import array_kernels as _ak
 from jitflow.compiler.fuse import (Apply, AssignVar, CopyVar, Index, Kernel, Lit, Load, Loop,
@@ -39,6 +40,26 @@ def _dim(d) -> str:
         return _ak.DIM_TEXT[d[0]](d, _dim)
     kind, slot, axis = d
     return f"{'d' if kind == 'in' else 'e'}{slot}_{axis}"
+
+
+def poison_enabled() -> bool:
+    """JITFLOW_POISON=1: every buffer generated code allocates starts as NaN or a sentinel."""
+    return os.environ.get("JITFLOW_POISON", "") not in ("", "0")
+
+
+# what poisoned buffers hold: NaN for floats, an unlikely pattern for integers
+_POISON = {"float32": "np.nan", "float64": "np.nan", "bool": "True", "int8": "-86",
+           "int16": "-21846", "int32": "-1431655766", "int64": "-6148914691236517206",
+           "uint8": "170", "uint16": "43690", "uint32": "2863311530",
+           "uint64": "12297829382473034410"}
+
+
+def empty_text(dims, dtype: str) -> str:
+    """Source of a new uninitialized array (poisoned under JITFLOW_POISON=1)."""
+    shape = "(" + "".join(_dim(d) + ", " for d in dims) + ")"
+    if poison_enabled():
+        return f"np.full({shape}, {_POISON.get(dtype, '0')}, {_np(dtype)})"
+    return f"np.empty({shape}, {_np(dtype)})"
 
 
 def _lit(value, dtype: str) -> str:
@@ -143,8 +164,9 @@ class _Writer:
         return idx, depth
 
     def alloc(self, v: Value, depth: int, op: int) -> None:
-        shape = ", ".join(_dim(d) for d in v.dims)
-        self.emit(depth, f"{v.name} = np.empty(({shape},), {_np(v.dtype)})", op)
+        """`v = np.empty(shape, dtype)`; under JITFLOW_POISON=1 filled with NaN (floats) or a
+        sentinel (integers), so that a read of an element the kernel never wrote shows."""
+        self.emit(depth, f"{v.name} = {empty_text(v.dims, v.dtype)}", op)
 
     def flat_views(self, vals, n: str, depth: int, op: int) -> None:
         seen = set()
@@ -221,18 +243,20 @@ class _Writer:
     def row(self, s: RowOp, depth: int) -> None:
         """Softmax-family ops: per row, max, sum of exps, then the outputs."""
         x, op, how = s.x, s.op, s.how
-        dt = x.dtype
         c = _dim(x.dims[-1])
         rows = " * ".join(_dim(d) for d in x.dims[:-1]) or "1"
-        exp = self.map_functions("math.exp(", dt)
-        log = self.map_functions("math.log(", dt)
-        zero, ninf = _lit(0, dt), _lit(-math.inf, dt)
         nm = x.name
         self.emit(depth, f"r_{nm} = {rows}", op)
         self.emit(depth, f"x2_{nm} = {nm}.reshape((r_{nm}, {c}))", op)
         views = []
+        scalar_loss = None
         for o in s.outs:
-            if o is not None:
+            if o is not None and o.rank == 0:
+                # a rank-0 loss (rank-1 logits) is a local scalar: fill a 1-element row buffer
+                scalar_loss = o
+                self.emit(depth, f"m1_{o.name} = {empty_text((('const', 1),), o.dtype)}", op)
+                views.append(("loss", o))
+            elif o is not None:
                 self.alloc(o, depth, op)
                 if o.rank == x.rank:
                     self.emit(depth, f"m2_{o.name} = {o.name}.reshape((r_{nm}, {c}))", op)
@@ -250,6 +274,16 @@ class _Writer:
                 self.emit(depth, f"l1_{nm} = {lab.name}.reshape(r_{nm})", op)
         self.emit(depth, f"for r in range(r_{nm}):", op)
         d = depth + 1
+        self._row_body(s, views, d, nm, c)
+        if scalar_loss is not None:
+            self.emit(depth, f"{scalar_loss.name} = m1_{scalar_loss.name}[0]", op)
+
+    def _row_body(self, s: RowOp, views: list, d: int, nm: str, c: str) -> None:
+        x, op, how = s.x, s.op, s.how
+        dt = x.dtype
+        exp = self.map_functions("math.exp(", dt)
+        log = self.map_functions("math.log(", dt)
+        zero, ninf = _lit(0, dt), _lit(-math.inf, dt)
         self.emit(d, f"m = {ninf}", op)
         self.emit(d, f"for j in range({c}):", op)
         self.emit(d + 1, f"if x2_{nm}[r, j] > m:", op)

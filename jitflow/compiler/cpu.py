@@ -103,7 +103,7 @@ class _Segment:
 
 class _Compiled:
     __slots__ = ("fn", "kernel", "consts", "tagged", "source", "out_conv", "names", "var_order",
-                 "called")
+                 "called", "broken")
 
     def __init__(self, fn, kernel, consts, tagged, source, names) -> None:
         self.fn = fn
@@ -113,6 +113,7 @@ class _Compiled:
         self.source = source
         self.names = names
         self.called = False
+        self.broken = False   # Numba could not compile or run it: this class uses references
         # rank-0 results come back as Python scalars: give them their numpy type
         conv = []
         for r in kernel.results:
@@ -152,6 +153,14 @@ def compile_segment(seg: _Segment, in_arrays, var_arrays, reason: str) -> _Compi
     tagged = generate_function(kernel, "kernel", vm_names)
     body = _TAG.sub("", tagged)
     source = module_source(body, vm_import)
+    try:
+        # generated code is valid by construction; this proves it before Numba sees it
+        compile(source, "<jitflow kernel>", "exec")
+    except SyntaxError as e:
+        line = tagged.splitlines()[e.lineno - 1 - source.count("\n", 0, source.index("def "))] \
+            if e.lineno else ""
+        raise CodegenError(f"generated source does not parse ({e.msg}): {line.strip()}",
+                           seg) from None
     lvl = debug_level()
     if lvl >= 1:
         _debug(f"compile {len(seg.ops)} ops: {reason}")
@@ -208,8 +217,42 @@ def _call(c: _Compiled, ins: list, vars_: list, seg: _Segment):
     return out
 
 
+_REFERENCES = "references"   # seg.compiled value: this class runs through the references
+
+
+class _UseReferences(Exception):
+    """The segment has no working kernel for these input classes."""
+
+
 class _CheckFailed(Exception):
     """A kernel's prologue found operands it cannot handle; nothing was written."""
+
+
+class CodegenError(Exception):
+    """Generated code that does not parse, or that Numba cannot compile or run: a compiler bug.
+
+    In production the segment falls back to its references for that shape class (one warning
+    naming its ops); with JITFLOW_STRICT=1 (the fuzzer, the tests) it is raised instead."""
+
+
+def strict() -> bool:
+    return os.environ.get("JITFLOW_STRICT", "") not in ("", "0")
+
+
+def _fallback_warning(seg: "_Segment", why: str, bug: bool) -> None:
+    """Warn once per reason that a segment runs through its references."""
+    ops = ", ".join(f"{op.name} ({op.type})" for op in seg.ops[:4])
+    more = f" and {len(seg.ops) - 4} more" if len(seg.ops) > 4 else ""
+    what = "a code generation bug" if bug else "no kernel for this case"
+    msg = (f"jitflow: {what} ({why}); ops {ops}{more} run through their NumPy references "
+           "for these input shapes")
+    STATS["reference_fallbacks"] = STATS.get("reference_fallbacks", 0) + 1
+    key = (why, bug)
+    if key not in _WARNED_OPS:
+        _WARNED_OPS.add(key)
+        warnings.warn(msg, RuntimeWarning, stacklevel=5)
+    if debug_level() >= 1:
+        _debug(msg)
 
 
 def _first_call_failed(fn, args, vs, seg, err):
@@ -223,7 +266,7 @@ def _first_call_failed(fn, args, vs, seg, err):
             err = e
     text = str(err).strip()
     first = text.splitlines()[-1] if text else type(err).__name__
-    raise _fuse.Unsupported(f"Numba could not compile or run it: {first[:200]}", seg) from None
+    raise CodegenError(f"Numba could not compile or run it: {first[:200]}", seg) from None
 
 
 def _drop_numba_cache(fn) -> bool:
@@ -396,39 +439,21 @@ class Executable:
                 state[v]
         except KeyError:
             return self._run_interpreter(feed_values, session)
-        while True:
-            try:
-                if self.single:
-                    return self._run_single(feed_values, bufs, state, session)
-                return self._run_driver(feed_values, session)
-            except _fuse.Unsupported as e:
-                self._degrade(e)
-            except _CheckFailed as e:
-                # Shapes the kernel was not generated for (or invalid ones): the interpreter
-                # gives the answer, or the error TF1 gives, naming the op.
-                op, what = e.args
-                if self.debug >= 1:
-                    _debug(f"{op.name} ({op.type}): {what}; running this step op by op")
-                return self._run_interpreter(feed_values, session)
-
-    def _degrade(self, e: "_fuse.Unsupported") -> None:
-        """A segment could not be lowered: run its ops through their references instead."""
-        seg = e.args[1] if len(e.args) > 1 else None
-        steps = []
-        for s in self.steps:
-            if isinstance(s, _Segment) and (seg is None or s is seg):
-                steps.extend(s.ops)
-            else:
-                steps.append(s)
-        msg = f"jitflow: a kernel could not be generated ({e.args[0]}); its ops run " \
-              "through their NumPy references"
-        if msg not in _WARNED_OPS:
-            _WARNED_OPS.add(msg)
-            warnings.warn(msg, RuntimeWarning, stacklevel=4)
-        self.steps = steps
-        self._setup()
-        if self._fast is not None:
-            self._fast.entries.clear()
+        try:
+            if self.single:
+                return self._run_single(feed_values, bufs, state, session)
+            return self._run_driver(feed_values, session)
+        except _UseReferences:
+            # the single segment has no kernel for these input classes (decided once per
+            # class, so the same inputs always take the same path and give the same bits)
+            return self._run_interpreter(feed_values, session)
+        except _CheckFailed as e:
+            # Shapes the kernel was not generated for (or invalid ones): the interpreter
+            # gives the answer, or the error TF1 gives, naming the op.
+            op, what = e.args
+            if self.debug >= 1:
+                _debug(f"{op.name} ({op.type}): {what}; running this step op by op")
+            return self._run_interpreter(feed_values, session)
 
     def _run_interpreter(self, feed_values, session):
         if self._interp is None:
@@ -451,13 +476,15 @@ class Executable:
         if c is None:
             c = self._compiled_for(seg, ins, bufs)
             self.exact[key] = c
+        if c is _REFERENCES or c.broken:
+            raise _UseReferences()
         if self.debug >= 2:
             t0 = time.perf_counter()
-            out = _call(c, ins, bufs, seg)
+            out = self._call_checked(c, ins, bufs, seg)
             _debug(f"run {len(seg.ops)} ops in one native call: "
                    f"{(time.perf_counter() - t0) * 1e6:.1f} us")
         else:
-            out = _call(c, ins, bufs, seg)
+            out = self._call_checked(c, ins, bufs, seg)
         conv = c.out_conv
         results = []
         for kind, i in self.fetch_src:
@@ -489,7 +516,9 @@ class Executable:
             raise _CheckFailed(t.op, "shapes of the operands do not agree")
         return np.array(dims, t.dtype.as_numpy_dtype)
 
-    def _compiled_for(self, seg: _Segment, ins, bufs) -> _Compiled:
+    def _compiled_for(self, seg: _Segment, ins, bufs):
+        """The kernel of `seg` for the classes of `ins`/`bufs`, or `_REFERENCES` when that
+        class has none (the segment's ops then run through their references)."""
         ckey = _classes_key(list(ins) + list(bufs))
         c = seg.compiled.get(ckey)
         if c is None:
@@ -499,10 +528,27 @@ class Executable:
             try:
                 c = compile_segment(seg, ins, bufs, reason)
             except _fuse.Unsupported as e:
-                raise _fuse.Unsupported(e.args[0], seg) from None
+                _fallback_warning(seg, str(e.args[0]), bug=False)
+                c = _REFERENCES
+            except CodegenError as e:
+                if strict():
+                    raise
+                _fallback_warning(seg, str(e.args[0]), bug=True)
+                c = _REFERENCES
             seg.compiled[ckey] = c
             seg.last_key = ckey
         return c
+
+    def _call_checked(self, c: _Compiled, ins, bufs, seg: _Segment):
+        """`_call`, turning a kernel Numba cannot compile or run into `_UseReferences`."""
+        try:
+            return _call(c, ins, bufs, seg)
+        except CodegenError as e:
+            if strict():
+                raise
+            _fallback_warning(seg, str(e.args[0]), bug=True)
+            c.broken = True
+            raise _UseReferences() from None
 
     def _run_driver(self, feed_values, session):
         from jitflow.interpreter import RunContext, run_reference_step
@@ -527,7 +573,14 @@ class Executable:
                             ctx.pending[v] = b
                         bufs.append(b)
                     c = self._compiled_for(step, ins, bufs)
-                    out = _call(c, ins, bufs, step)
+                    try:
+                        if c is _REFERENCES or c.broken:
+                            raise _UseReferences()
+                        out = self._call_checked(c, ins, bufs, step)
+                    except _UseReferences:
+                        for op in step.ops:
+                            run_reference_step(op, env, ctx)
+                        continue
                     for t, v in zip(step.out_tensors, _convert(c, out)):
                         if t not in env:
                             env[t] = v
@@ -577,25 +630,32 @@ class Executable:
             if any(b is None for b in bufs):
                 bufs = [b if b is not None else _placeholder_var(v)
                         for b, v in zip(bufs, self.var_ops)]
-            out.append((seg, self._compiled_for(seg, ins, bufs)))
+            c = self._compiled_for(seg, ins, bufs)
+            if isinstance(c, _Compiled) and not c.broken:
+                out.append((seg, c))
             return out
         for s in self.steps:
             if isinstance(s, _Segment):
                 for c in s.compiled.values():
-                    out.append((s, c))
+                    if isinstance(c, _Compiled) and not c.broken:
+                        out.append((s, c))
         return out
 
 
 def _describe(self, feed_values, session) -> str:
     """Readable view of what a run executes: generated sources and reference steps."""
     if self.single:
-        (_seg, c), = self.sources(feed_values, session)
-        return c.tagged
+        found = self.sources(feed_values, session)
+        if found:
+            return found[0][1].tagged
+        return "# no kernel for these input shapes: the plan runs through its references\n" \
+            + self.plan.as_text()
     parts = []
     for s in self.steps:
         if isinstance(s, _Segment):
-            if s.compiled:
-                for c in s.compiled.values():
+            kernels = [c for c in s.compiled.values() if isinstance(c, _Compiled)]
+            if kernels:
+                for c in kernels:
                     parts.append(c.tagged)
             else:
                 parts.append(f"# native segment of {len(s.ops)} ops (compiled at first run): "
@@ -660,7 +720,7 @@ class _FastPath:
         if not all(type(a) is np.ndarray and a.flags.carray for a in ins + bufs):
             return None
         c = ex.exact.get(tuple([a.shape for a in ins] + [b.shape for b in bufs]))
-        if c is None or not c.called:
+        if not isinstance(c, _Compiled) or not c.called or c.broken:
             return None
         order = c.var_order
         vs = tuple(bufs) if order is None else tuple([bufs[i] for i in order])
@@ -908,7 +968,11 @@ def export_source(session, fetches, feed_list=(), feed_values: Optional[list] = 
         pos = {t: i for i, t in enumerate(spec.feeds)}
         feed_values = [np.asarray(feed_values[pos[t]], t.dtype.as_numpy_dtype)
                        for t in spec.plan.feeds]
-    (seg, c), = ex.sources(feed_values, session)
+    found = ex.sources(feed_values, session)
+    if not found:
+        raise NotImplementedError("export needs a plan that compiles for these feed shapes; "
+                                  "this one runs through its references")
+    (seg, c), = found
     return {"source": c.source.replace("{cache}", "False"), "entry": "kernel",
             "layout": dict(c.names),
             "constants": {op_name: arr for (_, arr), (_k, op_name) in

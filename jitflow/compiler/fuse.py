@@ -579,9 +579,14 @@ class Lowerer:
         _, _, l_ones, l_dims, _ = self._expr(like, shape_only=True)
         rank = len(l_ones)
         axes = tuple(sorted(a + rank if a < 0 else a for a in op.attrs["axis"]))
+        lit = self.info.get(g)
+        if isinstance(lit, Lit):
+            # a scalar (the gradient of a rank-0 loss) broadcast to `like`'s shape
+            if op.outputs[0] not in self.fed:
+                self._place(op.outputs[0], Pending(lit, lit.dtype, tuple(l_ones), l_dims,
+                                                   frozenset(), pos), pos)
+            return
         gv = self._value(g, pos)
-        if isinstance(gv, Lit):
-            raise _Unsupported("BroadcastReduced of a literal")
         if gv.rank == rank:
             amap = tuple(range(rank))
         elif gv.rank == rank - len(axes):
@@ -640,6 +645,12 @@ class Lowerer:
             if -1 in want:
                 self.checks.append(Check(("mod", src.dims, known), ("const", 0), pos,
                                          "Input to reshape has a size that does not divide"))
+                static = op.outputs[0].shape.as_tuple() or (None,) * len(want)
+                # a -1 that static shapes already know to be 1 is a unit dim of the class
+                if any(d == -1 and static[k] == 1 for k, d in enumerate(want)):
+                    want = [1 if d == -1 else d for d in want]
+                    self.checks.append(Check(("prod", src.dims), ("const", known), pos,
+                                             "Input to reshape has the wrong number of values"))
                 dims = tuple(("div", src.dims, known) if d == -1 else (1 if d == 1 else
                                                                        ("const", d))
                              for d in want)
@@ -710,8 +721,10 @@ class Lowerer:
     def _lower_row(self, op, pos: int) -> None:
         how = _ROW_HOW[op.type]
         x = self._value(op.inputs[0], pos)
-        if isinstance(x, Lit) or x.ones[-1]:
-            raise _Unsupported("row op over a unit axis")
+        if isinstance(x, Lit):
+            raise _Unsupported("row op of a literal")
+        if x.ones[-1]:
+            return self._lower_row_unit(op, pos, how, x)
         labels = None
         if how == "xent":
             labels = self._value(op.inputs[1], pos)
@@ -745,6 +758,41 @@ class Lowerer:
             self.info[t] = v
         if any(o is not None for o in outs):
             self.stmts.append(RowOp(how, outs, x, labels, pos))
+
+    def _lower_row_unit(self, op, pos: int, how: str, x: Value) -> None:
+        """A softmax-family op over an axis of size 1 is elementwise: softmax is exp(x - x)
+        (1, or NaN where x is not finite, as the row formula gives), log_softmax x - x, the
+        cross-entropy loss -labels * (x - x) and its backprop exp(x - x) - labels."""
+        if how == "sparse_xent":
+            raise _Unsupported("sparse xent over a unit axis")
+        r, dt = x.rank, x.dtype
+        lab = None
+        if how == "xent":
+            lab = self._value(op.inputs[1], pos)
+            if isinstance(lab, Lit) or lab.ones != x.ones:
+                raise _Unsupported("xent labels broadcast")
+            for a, b in zip(lab.dims, x.dims):
+                if a != b:
+                    self.checks.append(Check(a, b, pos, "Incompatible shapes"))
+        reads = frozenset(v.var_op for v in (x, lab) if v is not None and v.kind == "var")
+        drop = tuple(range(r - 1)) + (0,)   # loads of a row result: the unit axis is index 0
+        for i, t in enumerate(op.outputs):
+            loss = how == "xent" and i == 0
+            ones, dims = (x.ones[:-1], x.dims[:-1]) if loss else (x.ones, x.dims)
+            if t in self.fed or not self.uses.get(t, 0):
+                if t not in self.fed:
+                    self.info[t] = Pending(Lit(0, dt), dt, ones, dims, frozenset(), pos,
+                                           consumed=True)
+                continue
+            if how == "softmax":
+                expr = Apply("math.exp({0} - {0})", [Load(x)], dt, pos, True)
+            elif how == "log_softmax":
+                expr = Apply("({0} - {0})", [Load(x)], dt, pos)
+            elif loss:
+                expr = Apply("-({0} * ({1} - {1}))", [Load(lab, drop), Load(x, drop)], dt, pos)
+            else:
+                expr = Apply("math.exp({1} - {1}) - {0}", [Load(lab), Load(x)], dt, pos, True)
+            self._place(t, Pending(expr, dt, ones, dims, reads, pos), pos)
 
     def _lower_elementwise(self, op, pos: int) -> None:
         out = op.outputs[0]

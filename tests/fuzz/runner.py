@@ -1,0 +1,413 @@
+"""Run random programs on every backend, compare, and shrink what disagrees.
+
+`check(program)` runs a program on the compiled backend and on the reference interpreter (and
+on TensorFlow when `tf_module` is given) through the same protocol:
+
+1. build the graph (an exception here is an outcome too: both must raise the same class);
+2. initialize variables; in train mode run the train op a few times;
+3. fetch with batch size b1, again with the same feeds (must be identical: determinism), with
+   batch size b2, and with b1 again (identical to the first: nothing left behind);
+4. in an error mode, a run with a wrong feed (both must raise the same class), then a valid
+   run whose result must equal the first (the failed run changed nothing).
+
+Values agree within a tolerance derived from the dtype *and* from the program's conditioning:
+the interpreter is also run on inputs perturbed by a few ulps, and whatever that changes is
+added to the allowance, so ill-conditioned programs (cancellation, exp of exp) do not cry wolf
+while a wrong answer in a well-conditioned one cannot hide.
+"""
+from __future__ import annotations
+
+import os
+import time
+import traceback
+import warnings
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from fuzz.generator import FLOATS, Node, Program, build, error_feed, feed_values
+
+_RTOL = {"float32": 2e-5, "float64": 1e-12}
+_EPS = {"float32": float(np.finfo(np.float32).eps), "float64": float(np.finfo(np.float64).eps)}
+
+
+@dataclass
+class Outcome:
+    """What one backend did with one program: per step, results or an exception class."""
+
+    steps: list = field(default_factory=list)    # (label, kind, payload)
+    none_grads: list = field(default_factory=list)
+    crash: Optional[str] = None                  # unexpected exception text (a bug)
+
+
+def _flatten(x) -> list:
+    if isinstance(x, dict):
+        return [v for k in sorted(x) for v in _flatten(x[k])]
+    if isinstance(x, (list, tuple)):
+        return [v for e in x for v in _flatten(e)]
+    return [x]
+
+
+def _error_name(e: BaseException) -> str:
+    return type(e).__name__
+
+
+def run_program(prog: Program, tfm, backend: Optional[str], perturb: float = 0.0) -> Outcome:
+    """Run `prog` through the protocol above; `backend` None means `tfm` picks (TensorFlow)."""
+    out = Outcome()
+    graph = tfm.Graph()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            built = build(tfm, prog, graph)
+    except Exception as e:  # noqa: BLE001  (a build error is an outcome to compare)
+        out.steps.append(("build", "error", _error_name(e)))
+        return out
+    out.none_grads = built["none_grads"]
+    phs = built["placeholders"]
+    fetches = built["fetches"]
+    kw = {"graph": graph}
+    if backend is not None:
+        kw["backend"] = backend
+    b1, b2 = prog.batches
+
+    def feed(batch, seed):
+        return {phs[i]: v for i, v in feed_values(prog, batch, seed, perturb).items()}
+
+    def fetch(sess, label, fd):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                with np.errstate(all="ignore"):
+                    r = sess.run(fetches, fd)
+            out.steps.append((label, "value", r))
+        except Exception as e:  # noqa: BLE001
+            if _is_tf_error(e) or isinstance(e, (ValueError, TypeError)):
+                out.steps.append((label, "error", _error_name(e)))
+            else:
+                out.crash = f"{label}: {type(e).__name__}: {e}\n{traceback.format_exc()}"
+                raise _Stop() from None
+
+    try:
+        with tfm.Session(**kw) as sess:
+            if built["init"] is not None:
+                sess.run(built["init"])
+            if built["train"] is not None:
+                for k in range(prog.train_steps):
+                    with np.errstate(all="ignore"):
+                        try:
+                            sess.run(built["train"], feed(b1, 100 + k))
+                        except Exception as e:  # noqa: BLE001
+                            if not _is_tf_error(e) and not isinstance(e, ValueError):
+                                raise
+                            out.steps.append((f"train{k}", "error", _error_name(e)))
+                            return out
+            fetch(sess, "b1", feed(b1, 0))
+            fetch(sess, "b1-again", feed(b1, 0))
+            fetch(sess, "b2", feed(b2, 1))
+            fetch(sess, "b1-third", feed(b1, 0))
+            if prog.error:
+                vals = feed_values(prog, b1, 0, perturb)
+                bad = error_feed(prog, vals, b1)
+                fetch(sess, "error", {phs[i]: v for i, v in bad.items()})
+                fetch(sess, "after-error", feed(b1, 0))
+    except _Stop:
+        pass
+    except Exception as e:  # noqa: BLE001
+        out.crash = f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
+    return out
+
+
+class _Stop(Exception):
+    pass
+
+
+def _is_tf_error(e: BaseException) -> bool:
+    return any(c.__name__ == "OpError" for c in type(e).__mro__)
+
+
+# -- comparing -----------------------------------------------------------------------------------
+def _close(got, ref, alt, label: str, same_type: bool = True) -> Optional[str]:
+    """None if `got` matches `ref` (within the allowance `alt` gives), else what differs."""
+    g, r = _flatten(got), _flatten(ref)
+    a = _flatten(alt) if alt is not None else [None] * len(r)
+    if len(g) != len(r):
+        return f"{label}: {len(g)} results vs {len(r)}"
+    for k, (x, y, z) in enumerate(zip(g, r, a)):
+        where = f"{label}[{k}]"
+        if x is None or y is None:
+            if (x is None) != (y is None):
+                return f"{where}: None vs {type(y)}"
+            continue
+        if same_type and type(x) is not type(y):
+            return f"{where}: type {type(x).__name__} vs {type(y).__name__}"
+        xa, ya = np.asarray(x), np.asarray(y)
+        if xa.dtype != ya.dtype:
+            return f"{where}: dtype {xa.dtype} vs {ya.dtype}"
+        if xa.shape != ya.shape:
+            return f"{where}: shape {xa.shape} vs {ya.shape}"
+        if xa.dtype.kind not in "fc":
+            if not np.array_equal(xa, ya):
+                if z is not None and not np.array_equal(np.asarray(z), ya):
+                    continue  # an integer result that depends on rounding upstream
+                return f"{where}: values differ\n got {xa!r}\n ref {ya!r}"
+            continue
+        msg = _float_mismatch(xa, ya, None if z is None else np.asarray(z))
+        if msg:
+            return f"{where}: {msg}"
+    return None
+
+
+def _float_mismatch(x: np.ndarray, y: np.ndarray, z: Optional[np.ndarray]) -> Optional[str]:
+    dt = x.dtype.name if x.dtype.name in _RTOL else "float64"
+    rtol = _RTOL[dt]
+    with np.errstate(all="ignore"):
+        xf, yf = x.astype(np.float64), y.astype(np.float64)
+        nan_x, nan_y = np.isnan(xf), np.isnan(yf)
+        finite = np.isfinite(yf)
+        scale = np.max(np.abs(yf[finite])) if finite.any() else 1.0
+        allow = rtol * np.maximum(np.abs(yf), 1e-3 * scale) + rtol * 1e-3
+        if z is not None:
+            zf = z.astype(np.float64)
+            unstable = (np.isnan(zf) != nan_y) | (np.isinf(zf) != np.isinf(yf))
+            d = np.abs(zf - yf)
+            allow = allow + 8 * np.where(np.isfinite(d), d, 0)
+        else:
+            unstable = np.zeros(yf.shape, bool)
+        bad = (nan_x != nan_y)
+        inf_y = np.isinf(yf)
+        bad |= inf_y & (xf != yf)
+        fin = finite & ~nan_x
+        bad |= fin & ~(np.abs(xf - yf) <= allow)
+        bad |= finite & np.isinf(xf) & (np.abs(yf) < 0.5 * np.finfo(dt).max)
+        bad &= ~unstable
+    if bad.any():
+        idx = np.argwhere(bad)[:3]
+        items = ", ".join(f"{tuple(i)}: {xf[tuple(i)]!r} vs {yf[tuple(i)]!r}" for i in idx)
+        return f"{int(bad.sum())} of {bad.size} values differ ({items})"
+    return None
+
+
+def compare(got: Outcome, ref: Outcome, alt: Optional[Outcome], who: str,
+            strict_types: bool = True) -> Optional[str]:
+    """None if `got` agrees with the reference outcome, else a description of the first
+    difference."""
+    if got.crash:
+        return f"{who} crashed: {got.crash}"
+    if ref.crash:
+        return f"reference crashed: {ref.crash}"
+    if got.none_grads != ref.none_grads:
+        return f"{who}: None gradients {got.none_grads} vs {ref.none_grads}"
+    rsteps = {s[0]: s for s in ref.steps}
+    asteps = {s[0]: s for s in alt.steps} if alt is not None else {}
+    labels_g = [s[0] for s in got.steps]
+    labels_r = [s[0] for s in ref.steps]
+    if labels_g != labels_r:
+        return f"{who}: ran steps {labels_g} vs {labels_r} ({got.steps[-1][:3] if got.steps else ''} " \
+               f"vs {ref.steps[-1][:3] if ref.steps else ''})"
+    for label, kind, payload in got.steps:
+        _, rkind, rpay = rsteps[label]
+        if kind != rkind or (kind == "error" and payload != rpay):
+            gp = payload if kind == "error" else "a value"
+            rp = rpay if rkind == "error" else "a value"
+            return f"{who} step {label}: {gp} vs {rp}"
+        if kind == "value":
+            a = asteps.get(label)
+            alt_val = a[2] if a is not None and a[1] == "value" else None
+            msg = _close(payload, rpay, alt_val, f"{who} step {label}", strict_types)
+            if msg:
+                return msg
+    # the same backend must repeat itself exactly
+    gs = {s[0]: s for s in got.steps}
+    for a, b in (("b1", "b1-again"), ("b1", "b1-third"), ("b1", "after-error")):
+        if a in gs and b in gs and gs[a][1] == "value" and gs[b][1] == "value":
+            if not _identical(gs[a][2], gs[b][2]):
+                return f"{who}: step {b} differs from step {a} (nondeterministic or state left " \
+                       "behind)"
+    return None
+
+
+def _identical(x, y) -> bool:
+    fx, fy = _flatten(x), _flatten(y)
+    if len(fx) != len(fy):
+        return False
+    for a, b in zip(fx, fy):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        if not np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"):
+            return False
+    return True
+
+
+# -- one program, every backend ------------------------------------------------------------------
+def check(prog: Program, tf_module=None) -> Optional[str]:
+    """None if every backend agrees on `prog`, else a description of the disagreement."""
+    import jitflow
+    ref = run_program(prog, jitflow, "interpreter")
+    alt = None
+    if any(s[1] == "value" for s in ref.steps):
+        perturb = 4 * _EPS["float32"]
+        alt = run_program(prog, jitflow, "interpreter", perturb)
+    got = run_program(prog, jitflow, "numba")
+    msg = compare(got, ref, alt, "numba")
+    if msg:
+        return msg
+    if tf_module is not None:
+        tgot = run_program(prog, tf_module, None)
+        msg = compare(ref, tgot, alt, "interpreter-vs-tensorflow", strict_types=False)
+        if msg:
+            return "TF " + msg
+    return None
+
+
+# -- shrinking -----------------------------------------------------------------------------------
+def _prune(prog: Program) -> Program:
+    """Drop nodes nothing needs; renumber."""
+    need = set(prog.fetches) | set(prog.grad_wrt)
+    if prog.loss_node is not None:
+        need.add(prog.loss_node)
+    if prog.error_target is not None:
+        need.add(prog.error_target)
+    if prog.mode == "train":
+        need |= {i for i, n in enumerate(prog.nodes) if n.op in ("variable", "get_variable")
+                 and _reaches(prog, i, prog.loss_node)}
+    stack = list(need)
+    while stack:
+        i = stack.pop()
+        for a in prog.nodes[i].args:
+            if a not in need:
+                need.add(a)
+                stack.append(a)
+    keep = sorted(need)
+    pos = {old: new for new, old in enumerate(keep)}
+    nodes = []
+    for i in keep:
+        n = prog.nodes[i]
+        nodes.append(Node(n.op, tuple(pos[a] for a in n.args), n.params, n.dtype, n.shape,
+                          n.bounded))
+    m = lambda i: None if i is None else pos[i]  # noqa: E731
+    return Program(prog.seed, nodes, [pos[i] for i in prog.fetches], prog.mode,
+                   prog.fetch_style, prog.optimizer, prog.train_steps,
+                   [pos[i] for i in prog.grad_wrt], m(prog.loss_node), prog.loss_reduce,
+                   prog.batches, prog.error, m(prog.error_target))
+
+
+def _reaches(prog: Program, src: int, dst: Optional[int]) -> bool:
+    if dst is None:
+        return False
+    stack, seen = [dst], set()
+    while stack:
+        i = stack.pop()
+        if i == src:
+            return True
+        if i in seen:
+            continue
+        seen.add(i)
+        stack.extend(prog.nodes[i].args)
+    return False
+
+
+def _candidates(prog: Program):
+    """Smaller variants of `prog`, most promising first."""
+    from dataclasses import replace
+    if prog.error:
+        yield replace(prog, error=None, error_target=None)
+    if prog.mode == "train" and prog.train_steps > 1:
+        yield replace(prog, train_steps=1)
+    if prog.mode != "forward":
+        yield replace(prog, mode="forward", grad_wrt=[], loss_node=None)
+    if prog.mode == "gradients":
+        for k in range(len(prog.grad_wrt)):
+            yield replace(prog, grad_wrt=prog.grad_wrt[:k] + prog.grad_wrt[k + 1:])
+    if len(prog.fetches) > 1:
+        for k in range(len(prog.fetches)):
+            yield replace(prog, fetches=prog.fetches[:k] + prog.fetches[k + 1:])
+    if prog.fetch_style != "list":
+        yield replace(prog, fetch_style="list")
+    # cut a node: it becomes a placeholder of the same shape and dtype
+    for i in reversed(range(len(prog.nodes))):
+        n = prog.nodes[i]
+        if not n.args:
+            if n.op != "placeholder" and i != prog.error_target:
+                nodes = list(prog.nodes)
+                nodes[i] = Node("placeholder", (), {"static": "none"}, n.dtype, n.shape)
+                if n.op in ("variable", "get_variable") and prog.mode == "train":
+                    continue
+                yield replace(prog, nodes=nodes)
+            continue
+        nodes = list(prog.nodes)
+        nodes[i] = Node("placeholder", (), {"static": "none"}, n.dtype, n.shape)
+        yield replace(prog, nodes=nodes)
+    if prog.batches != (2, 1):
+        yield replace(prog, batches=(2, 1))
+
+
+def shrink(prog: Program, still_fails, budget: int = 200) -> Program:
+    """A smaller program for which `still_fails(program)` is still true."""
+    prog = _prune(prog)
+    tries = 0
+    changed = True
+    while changed and tries < budget:
+        changed = False
+        for cand in _candidates(prog):
+            tries += 1
+            try:
+                cand = _prune(cand)
+            except (KeyError, IndexError):
+                continue
+            if still_fails(cand):
+                prog = cand
+                changed = True
+                break
+            if tries >= budget:
+                break
+    return prog
+
+
+def float_nodes(prog: Program) -> int:
+    return sum(1 for n in prog.nodes if n.dtype in FLOATS)
+
+
+def _short(msg: str, lines: int = 12) -> str:
+    """A failure message with its traceback cut to the last lines."""
+    parts = msg.splitlines()
+    if len(parts) <= lines + 1:
+        return msg
+    return "\n".join(parts[:1] + ["  ..."] + parts[-lines:])
+
+
+# -- worker processes of `python -m fuzz` ----------------------------------------------------
+_TF = None
+
+
+def worker_init(tf_flag: bool) -> None:
+    os.environ["JITFLOW_POISON"] = "1"
+    os.environ["JITFLOW_STRICT"] = "1"
+    global _TF
+    _TF = None
+    if tf_flag:
+        import tensorflow.compat.v1 as tf1
+        tf1.disable_eager_execution()
+        _TF = tf1
+
+
+def worker_one(args):
+    seed, max_ops, want_shrink = args
+    from fuzz.generator import generate
+    t0 = time.time()
+    try:
+        prog = generate(seed, max_ops)
+        msg = check(prog, _TF)
+    except Exception as e:  # noqa: BLE001  (a harness error is reported, not fatal)
+        return seed, f"harness error: {type(e).__name__}: {e}", traceback.format_exc(), 0.0
+    if msg is None:
+        return seed, None, None, time.time() - t0
+    small = prog
+    if want_shrink:
+        small = shrink(prog, lambda p: check(p, _TF) is not None)
+    return seed, _short(msg), small.describe() + "\n" + _short(check(small, _TF) or msg), \
+        time.time() - t0
+
+

@@ -1,0 +1,42 @@
+"""The differential fuzzer's fixed sample: random TF1 programs (see generator.py) must give the
+reference interpreter's results on the compiled backend, with poisoned allocations and strict
+code generation, run twice, at two batch sizes, and after a failed run. A failure is shrunk to a
+small program, printed with the message. `make fuzz N=...` runs the same check on more seeds."""
+from __future__ import annotations
+
+import pytest
+
+from fuzz.generator import generate
+from fuzz.runner import check, shrink
+
+SAMPLE = 300          # programs in `make test`
+CHUNK = 10            # programs per test (xdist distributes tests)
+TF_SAMPLE = 60        # programs also checked against TensorFlow, when it is installed
+
+
+@pytest.fixture
+def strict_poisoned(monkeypatch):
+    monkeypatch.setenv("JITFLOW_POISON", "1")
+    monkeypatch.setenv("JITFLOW_STRICT", "1")
+
+
+def _check_seeds(seeds, tf_module=None) -> None:
+    for seed in seeds:
+        prog = generate(seed)
+        msg = check(prog, tf_module)
+        if msg is not None:
+            small = shrink(prog, lambda p: check(p, tf_module) is not None, budget=100)
+            pytest.fail(f"seed {seed}: {msg}\n\nshrunk:\n{small.describe()}\n"
+                        f"{check(small, tf_module)}", pytrace=False)
+
+
+@pytest.mark.parametrize("first", range(0, SAMPLE, CHUNK))
+def test_random_programs_match_interpreter(first, strict_poisoned):
+    _check_seeds(range(1_000_000 + first, 1_000_000 + first + CHUNK))
+
+
+@pytest.mark.parametrize("first", range(0, TF_SAMPLE, CHUNK))
+def test_random_programs_match_tensorflow(first, strict_poisoned):
+    tf1 = pytest.importorskip("tensorflow.compat.v1")
+    tf1.disable_eager_execution()
+    _check_seeds(range(2_000_000 + first, 2_000_000 + first + CHUNK), tf1)
