@@ -113,7 +113,15 @@ class Dimension:
 
 
 def as_dim_value(d):
-    return d.value if isinstance(d, Dimension) else (None if d is None else int(d))
+    if isinstance(d, Dimension):
+        return d.value
+    if d is None:
+        return None
+    v = int(d)
+    if v < 0:
+        # TF: unknown is None, never -1 (tf.placeholder(tf.float32, [-1, 3]) is an error)
+        raise ValueError(f"Error converting shape to a TensorShape: Dimension {v} must be >= 0.")
+    return v
 
 
 class TensorShape:

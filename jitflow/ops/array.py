@@ -738,6 +738,16 @@ def _reshape_infer(op):
     known = [d for d in want if d is not None]
     prod = int(np.prod(known)) if known else 1
     unknown = [i for i, d in enumerate(want) if d is None]
+    if static is not None and unknown and 0 in known:
+        # a -1 beside a 0 is inferred from the input's non-zero dims at run time (TF)
+        return [(x.dtype, TensorShape(want))]
+    in_dims = x.shape.as_tuple()
+    if n_in is None and in_dims is not None and not unknown:
+        in_known = int(np.prod([d for d in in_dims if d is not None]))
+        if in_known > 0 and prod % in_known:
+            raise ValueError(f"Dimension size must be evenly divisible by {in_known} but is "
+                             f"{prod} for '{op.name}' (op: 'Reshape') with input shapes: "
+                             f"{_tf_shape(x.shape)}, [{len(want)}].")
     if n_in is not None:
         if not unknown and prod != n_in:
             raise ValueError(f"Cannot reshape a tensor with {n_in} elements to shape "
@@ -759,13 +769,24 @@ def _reshape_ref(op, x, *dyn):
     want = list(want)
     if want.count(-1) > 1:
         raise _err("Only one input size may be -1", op)
-    known = int(np.prod([d for d in want if d != -1])) if want else 1
     if -1 in want:
-        if known == 0 or x.size % known:
+        # TF's rule: with a 0 among the requested sizes, the -1 is inferred from the input's
+        # non-zero dims (an empty input can still be reshaped), else it must divide evenly
+        has_zero = 0 in want
+        product = int(np.prod([d for d in want if d not in (-1, 0)]))
+        elems, in_zero = 1, False
+        for d in x.shape:
+            if d > 0 or not has_zero:
+                elems *= d
+            else:
+                in_zero = True
+        missing = elems // product
+        if not in_zero and product * missing != elems:
             raise _err(f"Input to reshape is a tensor with {x.size} values, but the requested "
-                       f"shape requires a multiple of {known}", op)
-        want[want.index(-1)] = x.size // known
-    elif known != x.size:
+                       f"shape requires a multiple of {product}", op)
+        want[want.index(-1)] = missing
+    known = int(np.prod(want)) if want else 1
+    if known != x.size:
         raise _err(f"Input to reshape is a tensor with {x.size} values, but the requested shape "
                    f"has {known}", op)
     return x.reshape(want)

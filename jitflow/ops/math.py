@@ -119,6 +119,30 @@ def convert_pair(x, y):
     return x, y
 
 
+def _tf_operand_order(op_type: str, x, y) -> None:
+    """TF converts a function's operands in order: a Python or NumPy first operand keeps its
+    own dtype (a float is float32, an int int32), so a tensor second operand of another dtype
+    is a TypeError (`tf.add(1.5, x_float64)`). The operators (`1.5 + x`) convert the Python side
+    to the tensor's dtype instead, and so does `tf.divide`."""
+    x_is_t = isinstance(x, Tensor) or hasattr(x, "_to_tensor")
+    y_is_t = isinstance(y, Tensor) or hasattr(y, "_to_tensor")
+    if x_is_t or not y_is_t or not isinstance(y, Tensor):
+        return
+    if isinstance(x, (np.ndarray, np.generic)):
+        name = x.dtype.name
+    else:
+        try:
+            kind = np.asarray(x).dtype.kind
+        except Exception:  # noqa: BLE001  (left to the conversion's own error)
+            return
+        name = {"f": "float32", "i": "int32", "u": "int32", "b": "bool",
+                "c": "complex128"}.get(kind)
+    want = y.dtype.base_dtype.name
+    if name is not None and name != want:
+        raise TypeError(f"Input 'y' of '{op_type}' Op has type {want} that does not match "
+                        f"type {name} of argument 'x'.")
+
+
 def binary_op(op_type: str, x, y, name: Optional[str] = None,
               default_name: Optional[str] = None) -> Tensor:
     """Create a binary op in a scope named like the op (TF1: `mul/y` then `mul`)."""
@@ -936,16 +960,19 @@ def to_int64(x, name: str = "ToInt64") -> Tensor:
 # -- public functions -----------------------------------------------------------------------------
 def add(x, y, name: Optional[str] = None) -> Tensor:
     """`tf.add` (op `Add`)."""
+    _tf_operand_order("Add", x, y)
     return binary_op("Add", x, y, name)
 
 
 def subtract(x, y, name: Optional[str] = None) -> Tensor:
     """`tf.subtract` (op `Sub`)."""
+    _tf_operand_order("Sub", x, y)
     return binary_op("Sub", x, y, name)
 
 
 def multiply(x, y, name: Optional[str] = None) -> Tensor:
     """`tf.multiply` (op `Mul`)."""
+    _tf_operand_order("Mul", x, y)
     return binary_op("Mul", x, y, name)
 
 
@@ -955,11 +982,17 @@ def scalar_mul(scalar, x, name: Optional[str] = None) -> Tensor:
 
 
 def realdiv(x, y, name: Optional[str] = None) -> Tensor:
+    _tf_operand_order("RealDiv", x, y)
     return binary_op("RealDiv", x, y, name)
 
 
 def truediv(x, y, name: Optional[str] = None) -> Tensor:
     """`tf.truediv`: integers are cast to float (int8/16 -> float32, int32/64 -> float64)."""
+    _tf_operand_order("RealDiv", x, y)
+    return _truediv(x, y, name)
+
+
+def _truediv(x, y, name: Optional[str] = None) -> Tensor:
     with name_scope(name, "truediv", [x, y]) as scope:
         x, y = convert_pair(x, y)
         if not x.dtype.is_floating:
@@ -970,7 +1003,7 @@ def truediv(x, y, name: Optional[str] = None) -> Tensor:
 
 def divide(x, y, name: Optional[str] = None) -> Tensor:
     """`tf.divide`: x / y."""
-    return truediv(x, y, name=name)
+    return _truediv(x, y, name=name)
 
 
 def div(x, y, name: Optional[str] = None) -> Tensor:
@@ -988,16 +1021,19 @@ def div_no_nan(x, y, name: Optional[str] = None) -> Tensor:
 
 def floordiv(x, y, name: Optional[str] = None) -> Tensor:
     """`tf.floordiv`: x / y rounded toward negative infinity (op `FloorDiv`)."""
+    _tf_operand_order("FloorDiv", x, y)
     return binary_op("FloorDiv", x, y, name, "floordiv")
 
 
 def floor_div(x, y, name: Optional[str] = None) -> Tensor:
     """`tf.floor_div` (the raw `FloorDiv` op)."""
+    _tf_operand_order("FloorDiv", x, y)
     return binary_op("FloorDiv", x, y, name, "FloorDiv")
 
 
 def floormod(x, y, name: Optional[str] = None) -> Tensor:
     """`tf.floormod` / `tf.mod`: remainder with the divisor's sign (op `FloorMod`)."""
+    _tf_operand_order("FloorMod", x, y)
     return binary_op("FloorMod", x, y, name, "FloorMod")
 
 
@@ -1006,46 +1042,56 @@ mod = floormod
 
 def pow(x, y, name: Optional[str] = None) -> Tensor:  # noqa: A001  (TF1's name)
     """`tf.pow`: x ** y elementwise (op `Pow`)."""
+    _tf_operand_order("Pow", x, y)
     return binary_op("Pow", x, y, name, "Pow")
 
 
 def maximum(x, y, name: Optional[str] = None) -> Tensor:
     """`tf.maximum` (op `Maximum`); the gradient goes to x where x >= y."""
+    _tf_operand_order("Maximum", x, y)
     return binary_op("Maximum", x, y, name)
 
 
 def minimum(x, y, name: Optional[str] = None) -> Tensor:
     """`tf.minimum` (op `Minimum`); the gradient goes to x where x <= y."""
+    _tf_operand_order("Minimum", x, y)
     return binary_op("Minimum", x, y, name)
 
 
 def squared_difference(x, y, name: Optional[str] = None) -> Tensor:
     """`tf.squared_difference`: (x - y) ** 2."""
+    _tf_operand_order("SquaredDifference", x, y)
     return binary_op("SquaredDifference", x, y, name)
 
 
 def equal(x, y, name: Optional[str] = None) -> Tensor:
     """`tf.equal`: elementwise x == y (bool)."""
+    _tf_operand_order("Equal", x, y)
     return binary_op("Equal", x, y, name)
 
 
 def not_equal(x, y, name: Optional[str] = None) -> Tensor:
+    _tf_operand_order("NotEqual", x, y)
     return binary_op("NotEqual", x, y, name)
 
 
 def less(x, y, name: Optional[str] = None) -> Tensor:
+    _tf_operand_order("Less", x, y)
     return binary_op("Less", x, y, name)
 
 
 def less_equal(x, y, name: Optional[str] = None) -> Tensor:
+    _tf_operand_order("LessEqual", x, y)
     return binary_op("LessEqual", x, y, name)
 
 
 def greater(x, y, name: Optional[str] = None) -> Tensor:
+    _tf_operand_order("Greater", x, y)
     return binary_op("Greater", x, y, name)
 
 
 def greater_equal(x, y, name: Optional[str] = None) -> Tensor:
+    _tf_operand_order("GreaterEqual", x, y)
     return binary_op("GreaterEqual", x, y, name)
 
 
@@ -1118,16 +1164,19 @@ atanh = _unary_fn("Atanh", "`tf.atanh` (op `Atanh`).")
 
 def atan2(y, x, name: Optional[str] = None) -> Tensor:
     """`tf.atan2`: the angle of (x, y), elementwise (op `Atan2`)."""
+    _tf_operand_order("Atan2", y, x)
     return binary_op("Atan2", y, x, name)
 
 
 def truncatediv(x, y, name: Optional[str] = None) -> Tensor:
     """`tf.truncatediv`: division rounded toward zero (op `TruncateDiv`)."""
+    _tf_operand_order("TruncateDiv", x, y)
     return binary_op("TruncateDiv", x, y, name)
 
 
 def truncatemod(x, y, name: Optional[str] = None) -> Tensor:
     """`tf.truncatemod`: remainder with the dividend's sign (op `TruncateMod`)."""
+    _tf_operand_order("TruncateMod", x, y)
     return binary_op("TruncateMod", x, y, name)
 
 
@@ -1215,10 +1264,10 @@ def _install_operators() -> None:
         "__rsub__": lambda a, b: binary_op("Sub", b, a, None, "sub"),
         "__mul__": lambda a, b: binary_op("Mul", a, b, None, "mul"),
         "__rmul__": lambda a, b: binary_op("Mul", b, a, None, "mul"),
-        "__truediv__": lambda a, b: truediv(a, b),
-        "__rtruediv__": lambda a, b: truediv(b, a),
-        "__floordiv__": lambda a, b: floordiv(a, b),
-        "__rfloordiv__": lambda a, b: floordiv(b, a),
+        "__truediv__": lambda a, b: _truediv(a, b),
+        "__rtruediv__": lambda a, b: _truediv(b, a),
+        "__floordiv__": lambda a, b: binary_op("FloorDiv", a, b, None, "floordiv"),
+        "__rfloordiv__": lambda a, b: binary_op("FloorDiv", b, a, None, "floordiv"),
         "__mod__": lambda a, b: binary_op("FloorMod", a, b, None, "mod"),
         "__rmod__": lambda a, b: binary_op("FloorMod", b, a, None, "mod"),
         "__pow__": lambda a, b: binary_op("Pow", a, b, None, "pow"),

@@ -177,7 +177,8 @@ def softsign(features, name: Optional[str] = None) -> Tensor:
 # -- softmax and log-softmax ----------------------------------------------------------------------
 def _np_log_softmax(x, axis):
     x = np.asarray(x)
-    m = np.max(x, axis=axis, keepdims=True)
+    # `initial`: an empty row (a size-0 axis) has no max; its result is empty, as in TF
+    m = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
     m = np.where(np.isfinite(m), m, 0)
     z = x - m
     return z - np.log(np.sum(np.exp(z), axis=axis, keepdims=True))
@@ -185,7 +186,7 @@ def _np_log_softmax(x, axis):
 
 def _np_softmax(x, axis):
     x = np.asarray(x)
-    m = np.max(x, axis=axis, keepdims=True)
+    m = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
     e = np.exp(x - np.where(np.isfinite(m), m, 0))
     return e / np.sum(e, axis=axis, keepdims=True)
 
@@ -231,6 +232,10 @@ def _row_op(op_type, logits, axis, name, dim):
     axis = _legacy(axis, dim, "axis", "dim")
     with name_scope(name, op_type, [logits]) as scope:
         x = convert_to_tensor(logits, name="logits")
+        if axis not in (None, -1) and x.shape.ndims is None:
+            # TF1 swaps the axis to the end, which needs the rank: it fails while building
+            raise TypeError(f"{op_type} over axis {axis} needs logits of known rank; "
+                            f"'{x.name}' has unknown rank")
         (a,) = normalize_axis(x, -1 if axis is None else axis, "softmax")
         return make_op(op_type, [x], {"axis": a}, name=scope).outputs[0]
 

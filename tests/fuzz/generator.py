@@ -33,6 +33,14 @@ REDUCE = ("sum", "mean", "max", "min")
 COMPARE = ("less", "greater", "less_equal", "greater_equal", "equal", "not_equal")
 
 
+MAX_RANK = 4
+MAX_ELEMENTS = 2048      # per tensor, at the largest batch size fed
+
+
+class _TooBig(Exception):
+    pass
+
+
 @dataclass
 class Node:
     """One tensor of the program: a leaf (placeholder, const, variable) or an op."""
@@ -61,7 +69,9 @@ class Program:
     loss_reduce: str = "sum"
     batches: tuple = (3, 1)
     error: Optional[str] = None      # None | wrong_feed_shape | missing_feed | bad_batch
+    #                                  | static_mismatch (a build-time shape error)
     error_target: Optional[int] = None
+    fed: list = field(default_factory=list)        # intermediate nodes fed with values
 
     def describe(self) -> str:
         lines = [f"program seed={self.seed} mode={self.mode} fetch={self.fetch_style} "
@@ -70,7 +80,7 @@ class Program:
             lines.append(f"  n{i} = {n.op}{tuple(f'n{a}' for a in n.args)} {n.params} "
                          f"-> {n.dtype}{list(n.shape) if n.shape is not None else '?'}")
         lines.append(f"  fetches={self.fetches} grad_wrt={self.grad_wrt} loss={self.loss_node} "
-                     f"opt={self.optimizer}")
+                     f"opt={self.optimizer} fed={self.fed}")
         return "\n".join(lines)
 
 
@@ -111,6 +121,9 @@ class _Gen:
         return seq[int(self.rng.integers(len(seq)))]
 
     def add(self, node: Node) -> int:
+        if node.shape is not None and (len(node.shape) > MAX_RANK or math.prod(
+                concrete(node.shape, 5)) > MAX_ELEMENTS):
+            raise _TooBig()
         self.nodes.append(node)
         return len(self.nodes) - 1
 
@@ -166,6 +179,14 @@ class _Gen:
 
     # ops
     def step(self) -> None:
+        """Add one op (and the leaves it needs); nothing if it would grow too large."""
+        n = len(self.nodes)
+        try:
+            self._step()
+        except _TooBig:
+            del self.nodes[n:]
+
+    def _step(self) -> None:
         float_dt = self.pick(FLOATS) if self.chance(0.2) else "float32"
         r = self.rng.random()
         if r < 0.08:
@@ -329,6 +350,8 @@ class _Gen:
             opts = [([-1], (B,) if total == 1 else None), ([-1, total], (B, total)),
                     ([total, -1], (total, B))]
             target, out = self.pick([o for o in opts if o[1] is not None])
+        elif total == 0:
+            target, out = self.pick([[-1], [0]]), (0,)
         else:
             # a random factorization of `total`, maybe with one -1
             facs, t = [], total
@@ -475,8 +498,10 @@ def generate(seed: int, max_ops: int = 12) -> Program:
     """The random program for `seed`."""
     g = _Gen(seed, max_ops)
     rng = g.rng
-    n_ops = int(rng.integers(1, max_ops + 1))
     g.leaf(g.rand_shape(int(rng.integers(0, 4)), True), "float32")
+    # mostly small programs, some a few dozen ops
+    n_ops = int(rng.integers(1, max_ops + 1)) if rng.random() < 0.75 else \
+        int(rng.integers(max_ops, 3 * max_ops + 1))
     guard = 0
     while sum(1 for n in g.nodes if n.op not in _LEAVES) < n_ops and guard < 10 * max_ops:
         g.step()
@@ -518,9 +543,20 @@ def generate(seed: int, max_ops: int = 12) -> Program:
                 # an input the loss does not depend on: its gradient is None
                 wrt.append(g.leaf(g.rand_shape(1, False), "float32"))
             prog.grad_wrt = wrt
+    if g.chance(0.15) and mode != "train":
+        # feed an intermediate (any tensor is feedable; what only it needs is pruned away)
+        mids = [i for i in ops if i not in prog.fetches and i != prog.loss_node
+                and nodes[i].dtype in FLOATS + ("int32",)]
+        if mids:
+            prog.fed = [g.pick(mids)]
     if g.chance(0.12):
         phs = [i for i, n in enumerate(nodes) if n.op == "placeholder"]
-        if phs:
+        if g.chance(0.25):
+            bad = [i for i, n in enumerate(nodes) if n.dtype in FLOATS
+                   and any(d != B and d > 1 for d in n.shape)]
+            if bad:
+                prog.error, prog.error_target = "static_mismatch", g.pick(bad)
+        elif phs:
             prog.error = g.pick(("wrong_feed_shape", "missing_feed", "bad_batch"))
             prog.error_target = g.pick(phs)
     return prog
@@ -589,6 +625,15 @@ def build(tfm, prog: Program, graph) -> dict:
                                         initializer=tfm.constant_initializer(p["value"]))
             else:
                 t[i] = _build_op(tfm, n, [t[a] for a in n.args], prog.nodes)
+        if prog.error == "static_mismatch":
+            # a constant whose shape can never broadcast against the target: a build error
+            n = prog.nodes[prog.error_target]
+            k = max(j for j, d in enumerate(n.shape) if d != B and d > 1)
+            bad = [1 if d == B else d for d in n.shape]
+            bad[k] += 1
+            tfm.add(t[prog.error_target], tfm.constant(np.ones(bad, n.dtype)))
+        for i in prog.fed:
+            phs[i] = t[i]
         fetch_t = [t[i] for i in prog.fetches]
         result = {"placeholders": phs, "init": None, "train": None, "none_grads": []}
         if prog.mode != "forward":
@@ -681,7 +726,7 @@ def feed_values(prog: Program, batch: int, run_seed: int, perturb: float = 0.0) 
     rng = np.random.default_rng([prog.seed, batch, run_seed])
     vals = {}
     for i, n in enumerate(prog.nodes):
-        if n.op != "placeholder":
+        if n.op != "placeholder" and i not in prog.fed:
             continue
         shape = concrete(n.shape, batch)
         if n.dtype == "int32":

@@ -204,8 +204,9 @@ def compare(got: Outcome, ref: Outcome, alt: Optional[Outcome], who: str,
     labels_g = [s[0] for s in got.steps]
     labels_r = [s[0] for s in ref.steps]
     if labels_g != labels_r:
-        return f"{who}: ran steps {labels_g} vs {labels_r} ({got.steps[-1][:3] if got.steps else ''} " \
-               f"vs {ref.steps[-1][:3] if ref.steps else ''})"
+        last_g = got.steps[-1][:3] if got.steps else ""
+        last_r = ref.steps[-1][:3] if ref.steps else ""
+        return f"{who}: ran steps {labels_g} vs {labels_r} ({last_g} vs {last_r})"
     for label, kind, payload in got.steps:
         _, rkind, rpay = rsteps[label]
         if kind != rkind or (kind == "error" and payload != rpay):
@@ -265,7 +266,7 @@ def check(prog: Program, tf_module=None) -> Optional[str]:
 # -- shrinking -----------------------------------------------------------------------------------
 def _prune(prog: Program) -> Program:
     """Drop nodes nothing needs; renumber."""
-    need = set(prog.fetches) | set(prog.grad_wrt)
+    need = set(prog.fetches) | set(prog.grad_wrt) | set(prog.fed)
     if prog.loss_node is not None:
         need.add(prog.loss_node)
     if prog.error_target is not None:
@@ -291,7 +292,7 @@ def _prune(prog: Program) -> Program:
     return Program(prog.seed, nodes, [pos[i] for i in prog.fetches], prog.mode,
                    prog.fetch_style, prog.optimizer, prog.train_steps,
                    [pos[i] for i in prog.grad_wrt], m(prog.loss_node), prog.loss_reduce,
-                   prog.batches, prog.error, m(prog.error_target))
+                   prog.batches, prog.error, m(prog.error_target), [pos[i] for i in prog.fed])
 
 
 def _reaches(prog: Program, src: int, dst: Optional[int]) -> bool:
@@ -314,6 +315,8 @@ def _candidates(prog: Program):
     from dataclasses import replace
     if prog.error:
         yield replace(prog, error=None, error_target=None)
+    if prog.fed:
+        yield replace(prog, fed=[])
     if prog.mode == "train" and prog.train_steps > 1:
         yield replace(prog, train_steps=1)
     if prog.mode != "forward":
@@ -336,6 +339,8 @@ def _candidates(prog: Program):
                 if n.op in ("variable", "get_variable") and prog.mode == "train":
                     continue
                 yield replace(prog, nodes=nodes)
+            continue
+        if i in prog.fed:
             continue
         nodes = list(prog.nodes)
         nodes[i] = Node("placeholder", (), {"static": "none"}, n.dtype, n.shape)
