@@ -14,7 +14,8 @@ import os
 
 from jitflow.compiler import array_kernels as _ak
 from jitflow.compiler.fuse import (Apply, AssignVar, CopyVar, Index, Kernel, Lit, Load, Loop,
-                                   MatMul, RangeCheck, Reduce, RowOp, ShapeOf, Value, View)
+                                   MatMul, NonZeroCheck, RangeCheck, Reduce, RowOp, ShapeOf,
+                                   Value, View)
 
 __all__ = ["generate_function", "ERROR_PREFIX"]
 
@@ -167,6 +168,17 @@ class _Writer:
         """`v = np.empty(shape, dtype)`; under JITFLOW_POISON=1 filled with NaN (floats) or a
         sentinel (integers), so that a read of an element the kernel never wrote shows."""
         self.emit(depth, f"{v.name} = {empty_text(v.dims, v.dtype)}", op)
+
+    def nonzero(self, c: NonZeroCheck, depth: int) -> None:
+        """Raise (before anything is written) if an integer divisor has a zero."""
+        v = c.value
+        if v.rank == 0:
+            self.emit(depth, f"if {v.name + '[()]' if v.kind == 'var' else v.name} == 0:", c.op)
+        else:
+            self.emit(depth, f"for i in range({v.name}.size):", c.op)
+            self.emit(depth + 1, f"if {v.name}.reshape({v.name}.size)[i] == 0:", c.op)
+        self.emit(depth + (2 if v.rank else 1),
+                  f"raise ValueError(\"{ERROR_PREFIX}{c.op}:{c.what}\")", c.op)
 
     def flat_views(self, vals, n: str, depth: int, op: int) -> None:
         seen = set()
@@ -460,6 +472,9 @@ def generate_function(kernel: Kernel, name: str, vecmath: dict | None = None) ->
             if not one:
                 w.emit(1, f"e{v.slot}_{k} = {v.name}.shape[{k}]")
     for c in kernel.checks:
+        if isinstance(c, NonZeroCheck):
+            w.nonzero(c, 1)
+            continue
         if isinstance(c, RangeCheck):
             v = c.value
             if v.rank == 0:
@@ -486,6 +501,8 @@ def generate_function(kernel: Kernel, name: str, vecmath: dict | None = None) ->
             w.copy(s, 1)
         elif isinstance(s, RowOp):
             w.row(s, 1)
+        elif isinstance(s, NonZeroCheck):
+            w.nonzero(s, 1)
         elif isinstance(s, ShapeOf):
             w.alloc(s.out, 1, s.op)
             for k, d in enumerate(s.dims):

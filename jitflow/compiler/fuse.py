@@ -24,8 +24,8 @@ from typing import Optional, Union
 import numpy as np
 
 __all__ = ["VClass", "Value", "Load", "Lit", "Apply", "Loop", "Reduce", "MatMul", "AssignVar",
-           "CopyVar", "Check", "RowOp", "RangeCheck", "View", "ShapeOf", "Index", "Kernel",
-           "lower", "supported", "class_of"]
+           "CopyVar", "Check", "RowOp", "RangeCheck", "NonZeroCheck", "View", "ShapeOf", "Index",
+           "Kernel", "lower", "supported", "class_of"]
 
 Dim = Union[int, tuple]
 
@@ -222,6 +222,16 @@ class RangeCheck:
 
 
 @dataclass(eq=False)
+class NonZeroCheck:
+    """No element of `value` may be 0 (integer divisors): hoisted when `value` is an input,
+    else a statement placed before any variable is written."""
+
+    value: Value
+    op: int
+    what: str
+
+
+@dataclass(eq=False)
 class Kernel:
     """One native function: inputs, variable buffers, checks, statements, results."""
 
@@ -241,6 +251,7 @@ _FLOAT = ("float32", "float64")
 _REDUCE_HOW = {"Sum": "sum", "Mean": "mean", "Max": "max", "Min": "min", "Prod": "prod",
                "Any": "max", "All": "min"}
 _SKIP = ("NoOp",)
+_INT_DIVISION = ("FloorDiv", "FloorMod", "TruncateDiv", "TruncateMod")
 MAX_INLINE_DEPTH = 64     # longer chains are stored every so often (bounded expression trees)
 MAX_KERNEL_OPS = 1500     # larger segments run op by op rather than compiling for minutes
 _ROW_HOW = {"Softmax": "softmax", "LogSoftmax": "log_softmax",
@@ -811,6 +822,8 @@ class Lowerer:
             parts = [p if i in used else (Lit(0, p[1]),) + p[1:3] + (p[3], frozenset())
                      for i, p in enumerate(parts)]
             ones, dims = self._broadcast(parts, pos)
+            if op.type in _INT_DIVISION and out.dtype.is_integer and 1 in used:
+                parts[1] = self._nonzero_divisor(op, pos, parts[1])
         static = out.shape.as_tuple()
         if static is not None and (len(static) != len(ones) or any(
                 s is not None and (s == 1) != one for s, one in zip(static, ones))):
@@ -843,6 +856,24 @@ class Lowerer:
                 self.info[out] = _scalar_or_buf(self, p, pos)
             else:
                 self._materialize(out, p, pos)
+
+    def _nonzero_divisor(self, op, pos: int, part) -> tuple:
+        """An integer divisor is checked for zeros before anything is written (the division
+        raises InvalidArgumentError naming the op, as TF does); returns the operand part."""
+        expr, dtype, ones, dims, reads = part
+        if isinstance(expr, Lit):
+            if expr.value == 0:
+                raise _Unsupported("integer division by a literal zero")
+            return part
+        v = self._value(op.inputs[1], pos)
+        what = "Integer division by zero"
+        if v.kind == "in":
+            self.checks.append(NonZeroCheck(v, pos, what))
+        elif any(isinstance(st, AssignVar) for st in self.stmts):
+            raise _Unsupported("integer divisor computed after a variable write")
+        else:
+            self.stmts.append(NonZeroCheck(v, pos, what))
+        return Load(v), dtype, v.ones, v.dims, reads
 
     def _lower_reduce(self, op, pos: int, how: str, axis, keep: bool, out_dims=None) -> None:
         expr, dtype, ones, dims, _ = self._expr(op.inputs[0])

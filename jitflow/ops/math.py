@@ -126,7 +126,7 @@ def _tf_operand_order(op_type: str, x, y) -> None:
     to the tensor's dtype instead, and so does `tf.divide`."""
     x_is_t = isinstance(x, Tensor) or hasattr(x, "_to_tensor")
     y_is_t = isinstance(y, Tensor) or hasattr(y, "_to_tensor")
-    if x_is_t or not y_is_t or not isinstance(y, Tensor):
+    if x_is_t or not y_is_t or getattr(y, "dtype", None) is None:
         return
     if isinstance(x, (np.ndarray, np.generic)):
         name = x.dtype.name
@@ -341,7 +341,8 @@ def _mul_grad(op, g):
 
 def _div_grad(op, g):
     x, y = op.inputs
-    return [unbroadcast(g / y, x), unbroadcast(-g * x / (y * y), y)]
+    # TF's form, -x / y / y: exactly 0 for x / x, where -x / y**2 leaves an ulp
+    return [unbroadcast(g / y, x), unbroadcast(g * (-x / y / y), y)]
 
 
 def _binary_examples(fn, npfn, dtypes=("float32", "float64", "int32"), domain="real",
@@ -671,13 +672,16 @@ def _truncatediv_ref(op, x, y):
     x, y = np.asarray(x), np.asarray(y)
     if x.dtype.kind in "iu":
         _int_divisor_check(y)
-        q = np.abs(x) // np.abs(y)
-        return (np.sign(x) * np.sign(y) * q).astype(x.dtype)
+        # floor division, then one step toward zero where the signs differ and it was inexact
+        # (no abs: abs(INT_MIN) overflows)
+        q = np.floor_divide(x, y)
+        adj = (np.remainder(x, y) != 0) & ((x < 0) != (y < 0))
+        return (q + adj).astype(x.dtype)
     return np.trunc(x / y)
 
 
-_INT_TRUNCDIV = ("(abs({0}) // abs({1}) * (" + _typed("1") + " if ({0} < 0) == ({1} < 0) else "
-                 + _typed("-1") + "))")
+_INT_TRUNCDIV = ("({0} // {1} + (" + _typed("1") + " if {0} % {1} != 0 and ({0} < 0) != ({1} < 0)"
+                 " else " + _typed("0") + "))")
 
 
 def _truncatediv_template(op):

@@ -110,6 +110,24 @@ def _np_reduce(fn):
     return ref
 
 
+def _np_extreme(largest: bool):
+    """Max or Min: an empty reduction gives the identity (-inf / +inf, the integer limits),
+    as TF's reducers do, rather than NumPy's error."""
+    def ref(op, x):
+        x = np.asarray(x)
+        if x.dtype.kind == "f":
+            init = -np.inf if largest else np.inf
+        elif x.dtype.kind in "iu":
+            info = np.iinfo(x.dtype)
+            init = info.min if largest else info.max
+        else:
+            init = not largest
+        fn = np.max if largest else np.min
+        return np.asarray(fn(x, axis=op.attrs["axis"], keepdims=op.attrs["keepdims"],
+                             initial=init), dtype=x.dtype)
+    return ref
+
+
 def _expand(g: Tensor, x: Tensor, op) -> Tensor:
     """A reduction's output-shaped `g` re-expanded to the input's shape."""
     axis = op.attrs["axis"]
@@ -229,9 +247,9 @@ register("Sum", infer=_reduce_infer(_NUMERIC), ref=_np_reduce(np.sum), grad=_sum
 register("Mean", infer=_reduce_infer(_NUMERIC), ref=_mean_ref, grad=_mean_grad, kind="reduce",
          doc="Mean; integer inputs give the sum divided by the count, truncated (as TF1).",
          examples=_reduce_examples(lambda a, **k: reduce_mean(a, **k), _np_int_mean))
-register("Max", infer=_reduce_infer(_NUMERIC), ref=_np_reduce(np.max), grad=_minmax_grad,
+register("Max", infer=_reduce_infer(_NUMERIC), ref=_np_extreme(True), grad=_minmax_grad,
          kind="reduce", examples=_reduce_examples(lambda a, **k: reduce_max(a, **k), np.max))
-register("Min", infer=_reduce_infer(_NUMERIC), ref=_np_reduce(np.min), grad=_minmax_grad,
+register("Min", infer=_reduce_infer(_NUMERIC), ref=_np_extreme(False), grad=_minmax_grad,
          kind="reduce", examples=_reduce_examples(lambda a, **k: reduce_min(a, **k), np.min))
 register("Prod", infer=_reduce_infer(_NUMERIC), ref=_np_reduce(np.prod), grad=_prod_grad,
          kind="reduce", examples=_reduce_examples(lambda a, **k: reduce_prod(a, **k), np.prod,

@@ -167,7 +167,9 @@ def _float_mismatch(x: np.ndarray, y: np.ndarray, z: Optional[np.ndarray]) -> Op
         nan_x, nan_y = np.isnan(xf), np.isnan(yf)
         finite = np.isfinite(yf)
         scale = np.max(np.abs(yf[finite])) if finite.any() else 1.0
-        allow = rtol * np.maximum(np.abs(yf), 1e-3 * scale) + rtol * 1e-3
+        # relative to the value, with a floor of a few ulps of the tensor's scale (cancellation
+        # to 0 leaves an ulp of its terms) and of 1 (values near 0)
+        allow = rtol * np.abs(yf) + 16 * _EPS[dt] * max(scale, 1.0)
         if z is not None:
             zf = z.astype(np.float64)
             unstable = (np.isnan(zf) != nan_y) | (np.isinf(zf) != np.isinf(yf))
