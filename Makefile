@@ -8,7 +8,7 @@ export JITFLOW_CACHE_DIR ?= $(CURDIR)/.cache/jitflow
 export OPENBLAS_NUM_THREADS ?= 1
 export PYTHONHASHSEED ?= 0
 
-.PHONY: all install test demo bench bench-quick lint clean
+.PHONY: all install test demo bench bench-quick lint clean fuzz
 
 all: test
 
@@ -27,6 +27,16 @@ demo: $(STAMP)
 	@for f in examples/*.py; do \
 	  echo "== $$f"; $(BIN)/python $$f || exit 1; \
 	done
+
+# the differential fuzzer: N random TF1 programs from seed START, compiled vs interpreter
+# (FUZZFLAGS=--tf also against TensorFlow, which needs the bench extra); failures are shrunk
+# into fuzz-failures/
+N ?= 2000
+START ?= 0
+FUZZFLAGS ?=
+fuzz: $(STAMP)
+	cd tests && $(CURDIR)/$(BIN)/python -m fuzz -n $(N) --start $(START) \
+	  --out $(CURDIR)/fuzz-failures $(FUZZFLAGS)
 
 $(BENCH_STAMP): $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[test,bench]'

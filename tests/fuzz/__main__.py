@@ -38,6 +38,8 @@ def main(argv=None) -> int:
     from tqdm import tqdm
     seeds = [(s, a.max_ops, not a.no_shrink) for s in range(a.start, a.start + a.n)]
     kinds = collections.Counter()
+    outcomes = collections.Counter()
+    fallbacks = 0
     failed = []
     t0 = time.time()
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -45,7 +47,10 @@ def main(argv=None) -> int:
     ctx = mp.get_context("spawn")
     with ctx.Pool(a.jobs, initializer=worker_init, initargs=(a.tf,), maxtasksperchild=200) as pool:
         bar = tqdm(pool.imap_unordered(worker_one, seeds), total=len(seeds), unit="graph")
-        for seed, msg, small, _dt in bar:
+        for seed, msg, small, stats in bar:
+            if stats is not None:
+                outcomes[stats[0]] += 1
+                fallbacks += stats[1]
             if msg is None:
                 continue
             kinds[_kind(msg)] += 1
@@ -57,6 +62,8 @@ def main(argv=None) -> int:
     dt = time.time() - t0
     print(f"\nfuzz: {a.n} programs (seeds {a.start}..{a.start + a.n - 1}), "
           f"{len(failed)} failed, {dt:.0f} s")
+    print("  reference outcomes: " + ", ".join(f"{c} {k}" for k, c in outcomes.most_common())
+          + f"; {fallbacks} programs ran some shape class through references (no kernel)")
     for k, c in kinds.most_common():
         print(f"  {c:5d}  {k}")
     if failed:

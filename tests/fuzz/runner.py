@@ -18,7 +18,6 @@ while a wrong answer in a well-conditioned one cannot hide.
 from __future__ import annotations
 
 import os
-import time
 import traceback
 import warnings
 from dataclasses import dataclass, field
@@ -245,15 +244,24 @@ def _identical(x, y) -> bool:
 
 
 # -- one program, every backend ------------------------------------------------------------------
+LAST: dict = {}   # what the last `check` saw: the reference's outcome, fallbacks to references
+
+
 def check(prog: Program, tf_module=None) -> Optional[str]:
     """None if every backend agrees on `prog`, else a description of the disagreement."""
     import jitflow
+    from jitflow.compiler.cache import STATS
+    fb0 = STATS.get("reference_fallbacks", 0)
     ref = run_program(prog, jitflow, "interpreter")
+    kinds = [kind for _, kind, _ in ref.steps]
+    LAST["outcome"] = ("build error" if ref.steps and ref.steps[0][0] == "build" else
+                       "values" if "error" not in kinds else "values and a run error")
     alt = None
     if any(s[1] == "value" for s in ref.steps):
         perturb = 4 * _EPS["float32"]
         alt = run_program(prog, jitflow, "interpreter", perturb)
     got = run_program(prog, jitflow, "numba")
+    LAST["fallbacks"] = STATS.get("reference_fallbacks", 0) - fb0
     msg = compare(got, ref, alt, "numba")
     if msg:
         return msg
@@ -403,18 +411,17 @@ def worker_init(tf_flag: bool) -> None:
 def worker_one(args):
     seed, max_ops, want_shrink = args
     from fuzz.generator import generate
-    t0 = time.time()
     try:
         prog = generate(seed, max_ops)
         msg = check(prog, _TF)
+        stats = (LAST.get("outcome"), LAST.get("fallbacks", 0) > 0)
     except Exception as e:  # noqa: BLE001  (a harness error is reported, not fatal)
-        return seed, f"harness error: {type(e).__name__}: {e}", traceback.format_exc(), 0.0
+        return seed, f"harness error: {type(e).__name__}: {e}", traceback.format_exc(), None
     if msg is None:
-        return seed, None, None, time.time() - t0
+        return seed, None, None, stats
     small = prog
     if want_shrink:
         small = shrink(prog, lambda p: check(p, _TF) is not None)
-    return seed, _short(msg), small.describe() + "\n" + _short(check(small, _TF) or msg), \
-        time.time() - t0
+    return seed, _short(msg), small.describe() + "\n" + _short(check(small, _TF) or msg), stats
 
 
