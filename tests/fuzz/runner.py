@@ -352,6 +352,8 @@ def _candidates(prog: Program):
             continue
         if i in prog.fed:
             continue
+        if n.shape is None:
+            continue
         nodes = list(prog.nodes)
         nodes[i] = Node("placeholder", (), {"static": "none"}, n.dtype, n.shape)
         yield replace(prog, nodes=nodes)
