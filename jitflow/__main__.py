@@ -109,7 +109,7 @@ def _cache_clear(root: str, force: bool) -> int:
 
 
 def _cmd_inspect(args) -> int:
-    from jitflow.export import ExportError, read_manifest, verify
+    from jitflow.export import ExportError, check_names, read_manifest, verify
     try:
         manifest = read_manifest(args.path)
     except (ExportError, OSError, ValueError) as e:
@@ -122,6 +122,10 @@ def _cmd_inspect(args) -> int:
     else:
         print("\nintegrity: ok (every file matches its sha256)")
     if not args.no_source:
+        if check_names(args.path, manifest):
+            print("error: not showing the module: the manifest does not name a file inside "
+                  "the folder", file=sys.stderr)
+            return 1
         module = os.path.join(args.path, manifest["module"])
         print(f"\n# ---- {manifest['module']} ----")
         try:

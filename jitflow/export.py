@@ -5,18 +5,30 @@
     step.save_state()                   # writes the variables back (atomically)
 
 The folder holds
-- `<name>.py`: the generated kernels (readable, explicit loops, `njit(cache=True)`) and a tiny
+- `<name>.py`: the generated kernels (readable, explicit loops, `njit(cache=False)`) and a tiny
   loader, importing only numpy and numba, so the folder works where jitflow is not installed
   (the module docstring shows the three lines);
 - `state.npz`: the variables the function reads or updates (weights, optimizer slots);
 - `manifest.json`: format version, feeds (names, dtypes, shapes with None dims), the fetch
   structure, the variables and which of them it updates, versions, and the sha256 of every
-  file. Loading checks every hash first: a missing or changed file fails loudly.
+  file.
+
+Loading runs only checked bytes: every name in the manifest must be a plain file name inside
+the folder (no separators, no `..`, no link out of it), and each file is read once, its
+sha256 checked against the manifest, and only those bytes are used: the module is compiled
+from them (never imported, so no bytecode from `__pycache__` runs) with Numba's disk cache off
+(no `.nbi`/`.nbc` pickle from the folder is read), the state parsed from them with
+`allow_pickle=False`. A missing, changed or truncated file fails loudly before anything runs.
+
+What the hashes prove: that the files are the ones the manifest describes, which catches
+accidental or partial corruption (a copy cut short, a disk error) and tampering with a folder
+*whose manifest you trust* (kept apart, or compared with a known digest). They do not prove
+who wrote the export: anyone who can write the folder can write a matching manifest, so load
+exports only from folders that only you (or people you trust) can write.
 """
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import io
 import json
 import os
@@ -30,8 +42,8 @@ import numpy as np
 
 from jitflow.graph import Operation, Tensor
 
-__all__ = ["export", "load", "make_save", "read_manifest", "verify", "ExportError", "FORMAT",
-           "FORMAT_VERSION", "LOADER_SOURCE"]
+__all__ = ["export", "load", "make_save", "read_manifest", "verify", "check_names", "ExportError",
+           "FORMAT", "FORMAT_VERSION", "LOADER_SOURCE"]
 
 FORMAT = "jitflow.export"
 FORMAT_VERSION = 1
@@ -44,12 +56,14 @@ class ExportError(RuntimeError):
 
 
 # The loader written at the end of every exported module. It is plain Python text (it must run
-# without jitflow) and is the one implementation of loading: `jitflow.load` uses it too, after
-# checking the files' hashes before importing the module.
+# without jitflow). `jitflow.load` uses its checks and its ExportedFunction too, taking only the
+# kernels (ENTRY) from the folder's module, after compiling that module from verified bytes.
 LOADER_SOURCE = r'''
 # ---- loader (written by jitflow.export; needs only numpy and numba) -----------------------
 import hashlib as _hashlib
+import io as _io
 import json as _json
+import linecache as _linecache
 import os as _os
 import tempfile as _tempfile
 
@@ -90,19 +104,85 @@ def read_manifest(folder):
     return manifest
 
 
-def verify(folder, manifest):
-    """A list of problems: files missing or not matching their sha256 in the manifest."""
+def _name_problem(folder, name):
+    """Why `name`, a file the manifest names, is not a plain file name inside `folder`."""
+    if not isinstance(name, str) or not name:
+        return f"{name!r}: not a file name"
+    seps = [s for s in ("/", "\\", _os.sep, _os.altsep) if s]
+    if (any(s in name for s in seps) or name in (".", "..") or "\0" in name
+            or _os.path.isabs(name)):
+        return f"{name}: not a plain file name inside the folder"
+    real = _os.path.realpath(_os.path.join(folder, name))
+    if _os.path.dirname(real) != _os.path.realpath(folder):
+        return f"{name}: resolves outside the folder (to {real})"
+    return None
+
+
+def check_names(folder, manifest):
+    """Problems with the file names in the manifest; checked before any file is read."""
+    files = manifest.get("files")
+    state = manifest.get("state")
+    if not isinstance(files, dict) or not isinstance(state, dict):
+        return ["manifest.json: no table of files and their sha256, or no state entry"]
+    named = {"module": manifest.get("module"), "state file": state.get("file")}
     problems = []
-    for name, digest in sorted(manifest.get("files", {}).items()):
-        path = _os.path.join(folder, name)
-        if not _os.path.isfile(path):
-            problems.append(f"{name}: missing")
-        elif _sha256(path) != digest:
-            problems.append(f"{name}: sha256 mismatch (the file was changed or truncated)")
-    for name in (manifest.get("module"), manifest.get("state", {}).get("file")):
-        if name and name not in manifest.get("files", {}):
+    for what, name in named.items():
+        if name is None:
+            problems.append(f"the manifest names no {what}")
+        elif name not in files:
             problems.append(f"{name}: not covered by a hash in the manifest")
+    for name in dict.fromkeys([*named.values(), *files]):
+        why = None if name is None else _name_problem(folder, name)
+        if why:
+            problems.append(why)
     return problems
+
+
+def _check_files(folder, manifest, keep=None):
+    """Problems with the files (names, then missing or not matching their sha256). With
+    `keep` (a dict), each file is read once and its checked bytes are stored there."""
+    problems = check_names(folder, manifest)
+    if problems:
+        return problems
+    for name, digest in sorted(manifest["files"].items()):
+        try:
+            with open(_os.path.join(folder, name), "rb") as f:
+                data = f.read()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            problems.append(f"{name}: missing")
+            continue
+        if _hashlib.sha256(data).hexdigest() != digest:
+            problems.append(f"{name}: sha256 mismatch (the file was changed or truncated)")
+        elif keep is not None:
+            keep[name] = data
+    return problems
+
+
+def verify(folder, manifest):
+    """A list of problems: names not inside the folder, files missing or not matching their
+    sha256 in the manifest."""
+    return _check_files(folder, manifest)
+
+
+def read_verified(folder, manifest):
+    """{file name: bytes} of every file in the manifest, each read once and checked against its
+    sha256; raises ExportError naming every problem."""
+    blobs = {}
+    problems = _check_files(folder, manifest, blobs)
+    if problems:
+        raise ExportError(f"export {folder!r} failed its integrity check: "
+                          + "; ".join(problems))
+    return blobs
+
+
+def compile_verified(data, digest):
+    """Code of a module from its checked bytes, with Numba's disk cache off: `cache=True` (as
+    jitflow 0.1 wrote it) becomes `cache=False`, and the code's file name names no file, so
+    Numba cannot locate a cache for it (it would unpickle whatever __pycache__ holds)."""
+    text = data.decode("utf-8").replace("numba.njit(cache=True", "numba.njit(cache=False")
+    filename = f"<jitflow export {digest[:16]}>"
+    _linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    return compile(text, filename, "exec", dont_inherit=True)
 
 
 def _dims_str(shape):
@@ -124,7 +204,7 @@ def _build(spec, flat):
 class ExportedFunction:
     """A loaded export: call it with the feeds, in the manifest's order."""
 
-    def __init__(self, folder, manifest, entry):
+    def __init__(self, folder, manifest, entry, state_bytes):
         self.folder = _os.path.abspath(folder)
         self.manifest = manifest
         self._entry = entry
@@ -134,7 +214,7 @@ class ExportedFunction:
                          for o in manifest["outputs"]]
         path = _os.path.join(self.folder, manifest["state"]["file"])
         try:
-            with _np.load(path, allow_pickle=False) as data:
+            with _np.load(_io.BytesIO(state_bytes), allow_pickle=False) as data:
                 arrays = {k: data[k] for k in data.files}
         except Exception as e:  # noqa: BLE001  (zip and format errors of many kinds)
             raise ExportError(f"{path} is corrupt: {e}") from None
@@ -228,21 +308,30 @@ class ExportedFunction:
 
 
 def load(folder=None):
-    """Load the export this module belongs to (default: the folder holding this file)."""
+    """Load the export this module belongs to (default: the folder holding this file).
+
+    Every file is read once and checked against the manifest; the kernels used are compiled
+    from the checked bytes of this module's file, not taken from the module as imported
+    (Python may have run that from bytecode in __pycache__)."""
     folder = _os.path.dirname(_os.path.abspath(__file__)) if folder is None else folder
     manifest = read_manifest(folder)
-    if manifest.get("module") != _os.path.basename(__file__):
-        raise ExportError(f"the manifest in {folder!r} describes module "
-                          f"{manifest.get('module')!r}, not {_os.path.basename(__file__)!r}")
+    blobs = read_verified(folder, manifest)
+    module = manifest["module"]
+    if module != _os.path.basename(__file__):
+        raise ExportError(f"the manifest in {folder!r} describes module {module!r}, not "
+                          f"{_os.path.basename(__file__)!r}")
+    checked = {"__name__": __name__ + "_checked", "__file__": __file__}
+    exec(compile_verified(blobs[module], manifest["files"][module]), checked)
+    return checked["open_verified"](folder, manifest, blobs)
+
+
+def open_verified(folder, manifest, blobs):
+    """An ExportedFunction of this module's kernels, with its state from checked bytes."""
     if manifest.get("signature_id") != SIGNATURE_ID:
         raise ExportError(f"the manifest in {folder!r} does not match this module "
                           f"(signature {manifest.get('signature_id')!r}, module has "
                           f"{SIGNATURE_ID!r})")
-    problems = verify(folder, manifest)
-    if problems:
-        raise ExportError(f"export {folder!r} failed its integrity check: "
-                          + "; ".join(problems))
-    return ExportedFunction(folder, manifest, ENTRY)
+    return ExportedFunction(folder, manifest, ENTRY, blobs[manifest["state"]["file"]])
 '''
 
 
@@ -255,59 +344,83 @@ def _sha256(path: str) -> str:
 
 
 # -- reading ----------------------------------------------------------------------------------
-def _loader_namespace() -> dict:
-    ns: dict = {"__file__": "<loader>"}
-    exec(compile(LOADER_SOURCE, "<jitflow export loader>", "exec"), ns)  # noqa: S102
-    return ns
+_LOADER: dict = {}
+
+
+def _loader() -> dict:
+    """The loader's functions and classes (LOADER_SOURCE run once), raising our ExportError."""
+    if not _LOADER:
+        ns: dict = {"__file__": "<loader>", "__name__": "jitflow.export.loader"}
+        exec(compile(LOADER_SOURCE, "<jitflow export loader>", "exec"), ns)  # noqa: S102
+        ns["ExportError"] = ExportError
+        _LOADER.update(ns)
+    return _LOADER
 
 
 def read_manifest(path: str) -> dict:
     """The manifest of the export folder `path` (format and version checked)."""
-    try:
-        return _loader_namespace()["read_manifest"](os.fspath(path))
-    except Exception as e:  # noqa: BLE001  (re-raised as this module's class)
-        if type(e).__name__ == "ExportError":
-            raise ExportError(str(e)) from None
-        raise
+    return _loader()["read_manifest"](os.fspath(path))
 
 
 def verify(path: str, manifest: Optional[dict] = None) -> list:
-    """Problems with the folder's files (missing, or not matching their sha256); [] if none."""
+    """Problems with the folder's files (names not plain file names inside the folder, files
+    missing or not matching their sha256); [] if none."""
     manifest = read_manifest(path) if manifest is None else manifest
-    return _loader_namespace()["verify"](os.fspath(path), manifest)
+    return _loader()["verify"](os.fspath(path), manifest)
+
+
+def check_names(path: str, manifest: Optional[dict] = None) -> list:
+    """Problems with the file names in the manifest (each must be a plain file name inside the
+    folder, not a link out of it); [] if none. Nothing named is read."""
+    manifest = read_manifest(path) if manifest is None else manifest
+    return _loader()["check_names"](os.fspath(path), manifest)
 
 
 def load(path: str):
-    """Load an export folder: check its manifest and every file's hash, then import it.
+    """Load an export folder, running nothing from it before every file is checked.
 
-    Returns a callable taking the feeds in order; it checks their dtypes and shapes (TypeError
-    or ValueError naming the feed and the expected signature). `.state` holds the variables,
-    updated in place by training steps; `.save_state()` writes them back to the folder.
+    The manifest's file names must be plain names inside the folder; each file is read once
+    and its bytes checked against the manifest's sha256; the module is compiled from those
+    bytes (not imported: no bytecode from `__pycache__`, no Numba cache files from the
+    folder) and the state parsed from them without pickles. Returns a callable taking the feeds
+    in order; it checks their dtypes and shapes (TypeError or ValueError naming the feed and the
+    expected signature). `.state` holds the variables, updated in place by training steps;
+    `.save_state()` writes them back to the folder.
     """
     path = os.path.abspath(os.fspath(path))
-    manifest = read_manifest(path)
-    problems = verify(path, manifest)
-    if problems:
-        raise ExportError(f"export {path!r} failed its integrity check: " + "; ".join(problems))
-    module_path = os.path.join(path, manifest["module"])
-    stem = os.path.splitext(manifest["module"])[0]
-    mod_name = f"_jitflow_export_{hashlib.sha256(module_path.encode()).hexdigest()[:12]}_{stem}"
-    mod = sys.modules.get(mod_name)
-    if mod is None or getattr(mod, "SIGNATURE_ID", None) != manifest.get("signature_id"):
-        spec = importlib.util.spec_from_file_location(mod_name, module_path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[mod_name] = mod
-        try:
-            spec.loader.exec_module(mod)
-        except BaseException:
-            del sys.modules[mod_name]
-            raise
+    loader = _loader()
+    manifest = loader["read_manifest"](path)
+    blobs = loader["read_verified"](path, manifest)
+    module = manifest["module"]
+    mod = _module_from_verified(blobs[module], manifest["files"][module],
+                                os.path.join(path, module))
+    if getattr(mod, "SIGNATURE_ID", None) != manifest.get("signature_id") \
+            or not callable(getattr(mod, "ENTRY", None)):
+        raise ExportError(f"the manifest in {path!r} does not match this module (signature "
+                          f"{manifest.get('signature_id')!r}, module has "
+                          f"{getattr(mod, 'SIGNATURE_ID', None)!r})")
+    return loader["ExportedFunction"](path, manifest, mod.ENTRY,
+                                      blobs[manifest["state"]["file"]])
+
+
+def _module_from_verified(data: bytes, digest: str, path: str) -> types.ModuleType:
+    """The module compiled from checked bytes, registered in sys.modules under a name made of
+    their sha256 (so the same bytes, from any folder, give the same module)."""
+    name = f"_jitflow_export_{digest[:32]}"
+    mod = sys.modules.get(name)
+    if mod is not None and getattr(mod, "_jitflow_sha256", None) == digest:
+        return mod
+    code = _loader()["compile_verified"](data, digest)
+    mod = types.ModuleType(name)
+    mod.__file__ = path
+    mod._jitflow_sha256 = digest
+    sys.modules[name] = mod
     try:
-        return mod.load(path)
-    except Exception as e:  # noqa: BLE001
-        if type(e).__name__ == "ExportError":
-            raise ExportError(str(e)) from None
+        exec(code, mod.__dict__)  # noqa: S102  (bytes checked against the manifest)
+    except BaseException:
+        sys.modules.pop(name, None)
         raise
+    return mod
 
 
 # -- writing ----------------------------------------------------------------------------------
@@ -543,7 +656,6 @@ def _compile_program(sess, flat: list, targets: list, feeds: list,
     if re.search(r"^\s*(import|from)\s+jitflow\b", source, re.M):
         raise NotImplementedError("export: the generated module imports jitflow, so it would "
                                   "not stand alone")
-    source = re.sub(r"numba\.njit\(cache=False", "numba.njit(cache=True", source)
     return {"source": source, "entry": src["entry"], "inputs": inputs,
             "constants": constants, "variables": variables, "updates": updates,
             "results": list(layout["results"])}
@@ -614,6 +726,10 @@ Use it without jitflow (the folder holds this file, manifest.json and state.npz)
     import sys; sys.path.insert(0, "/path/to/this/folder")
     import {stem}
     f = {stem}.load()   # checks every file's sha256; f(*feeds) -> fetches, f.save_state()
+
+`load` runs only bytes it has checked, but `import` may first run bytecode that Python cached
+in __pycache__: where others can write this folder, load it with `jitflow.load(folder)`,
+which checks every file before running any of it.
 """
 '''
 

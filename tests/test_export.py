@@ -84,8 +84,10 @@ def test_module_is_readable_and_imports_only_numpy_and_numba(tmp_path):
     src = (tmp_path / "infer.py").read_text()
     imports = {line.split()[1].split(".")[0] for line in src.splitlines()
                if line.startswith(("import ", "from "))}
-    assert imports <= {"math", "numba", "numpy", "hashlib", "json", "os", "tempfile"}
-    assert "njit(cache=True" in src and "# MatMul" in src and "# Tanh" in src
+    assert imports <= {"math", "numba", "numpy", "hashlib", "io", "json", "linecache", "os",
+                       "tempfile"}
+    assert "@numba.njit(cache=False" in src and "@numba.njit(cache=True" not in src
+    assert "# MatMul" in src and "# Tanh" in src
     assert "import sys; sys.path.insert(0" in src and "infer.load()" in src
 
 
@@ -333,3 +335,209 @@ def test_adam_step_exports_its_slots_and_global_step(tmp_path, backend):
     for n, v in zip(names, values):
         np.testing.assert_allclose(f.state[n], v, rtol=1e-5, err_msg=n)
     assert f.state["global_step"] == 4
+
+
+# -- loading only verified bytes ----------------------------------------------------------------
+def _expected_losses(n=2):
+    """Losses of `n` training steps of `_training_graph` from its initial state, in a session."""
+    tf.reset_default_graph()
+    x, y, loss, train = _training_graph()
+    xs, ys = _data()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        return [float(sess.run([loss, train], {x: xs, y: ys})[0]) for _ in range(n)]
+
+
+def _plant_pyc(folder, module, marker):
+    """A `__pycache__` entry Python's import would take for `module`: its header carries the
+    source's mtime and size; its code touches `marker`, then runs the real source."""
+    import importlib._bootstrap_external as bootstrap
+    import importlib.util
+    src_path = os.path.join(folder, module)
+    with open(src_path, encoding="utf-8") as f:
+        real = f.read()
+    payload = f"open({str(marker)!r}, 'w').close()\n" + real
+    st = os.stat(src_path)
+    data = bootstrap._code_to_timestamp_pyc(compile(payload, src_path, "exec"),
+                                            st.st_mtime, st.st_size)
+    pyc = importlib.util.cache_from_source(src_path)
+    os.makedirs(os.path.dirname(pyc), exist_ok=True)
+    with open(pyc, "wb") as f:
+        f.write(bytes(data))
+    return pyc
+
+
+class _Payload:
+    """Unpickling it opens (creates) a marker file: stands for any command."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def _plant_numba_index(folder, module, marker):
+    """Numba index files (`.nbi`, a pickle) for every function of `module`, under each name
+    Numba would look for (`<module>.<function>-<first line>.pyXY.nbi`), in `__pycache__`."""
+    import pickle
+    stem = os.path.splitext(module)[0]
+    with open(os.path.join(folder, module), encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    tag = f"py{sys.version_info[0]}{sys.version_info[1]}{getattr(sys, 'abiflags', '')}"
+    cache = os.path.join(folder, "__pycache__")
+    os.makedirs(cache, exist_ok=True)
+    planted = []
+    for i, line in enumerate(lines):
+        if line.startswith("def "):
+            name = line[4:line.index("(")]
+            for lineno in (i, i + 1):   # the decorator's line or the def's (1-based)
+                path = os.path.join(cache, f"{stem}.{name}-{lineno}.{tag}.nbi")
+                with open(path, "wb") as f:
+                    pickle.dump(_Payload(marker), f)
+                planted.append(path)
+    assert any(".kernel-" in p for p in planted)
+    return planted
+
+
+def _rehash(folder, name):
+    """Rewrite the manifest's sha256 of `name` to match the file as it is now."""
+    import hashlib
+    path = os.path.join(folder, "manifest.json")
+    m = json.load(open(path))
+    m["files"][name] = hashlib.sha256(open(os.path.join(folder, name), "rb").read()).hexdigest()
+    json.dump(m, open(path, "w"))
+
+
+def test_load_ignores_planted_bytecode_in_pycache(exported, tmp_path):
+    marker = tmp_path / "pyc-ran"
+    _plant_pyc(exported, "step.py", marker)
+    f = tf.load(exported)
+    xs, ys = _data()
+    got = [float(f(xs, ys)[0]) for _ in range(2)]
+    assert not marker.exists(), "jitflow.load ran bytecode from __pycache__"
+    np.testing.assert_allclose(got, _expected_losses(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("old_style", [False, True], ids=["current", "cache-true-module"])
+def test_load_never_unpickles_numba_cache_files_from_the_folder(exported, tmp_path, old_style):
+    path = os.path.join(exported, "step.py")
+    if old_style:  # as written by jitflow 0.1: kernels with njit(cache=True)
+        with open(path, encoding="utf-8") as fh:
+            src = fh.read().replace("numba.njit(cache=False", "numba.njit(cache=True")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(src)
+        _rehash(exported, "step.py")
+    marker = tmp_path / "nbi-unpickled"
+    _plant_numba_index(exported, "step.py", marker)
+    f = tf.load(exported)
+    xs, ys = _data()
+    got = [float(f(xs, ys)[0]) for _ in range(2)]
+    assert not marker.exists(), "a Numba cache file from the export folder was unpickled"
+    np.testing.assert_allclose(got, _expected_losses(), rtol=1e-6)
+
+
+def test_standalone_load_never_unpickles_numba_cache_files(exported, tmp_path):
+    marker = tmp_path / "nbi-unpickled"
+    _plant_numba_index(exported, "step.py", marker)
+    xs, ys = _data()
+    np.savez(tmp_path / "data.npz", x=xs, y=ys)
+    script = ("import json\nimport numpy as np\nimport step\nf = step.load()\n"
+              "d = np.load(sys.argv[1])\n"
+              "print(json.dumps([float(f(d['x'], d['y'])[0]) for _ in range(2)]))\n")
+    proc = _clean_python(script, exported, str(tmp_path / "data.npz"))
+    assert proc.returncode == 0, proc.stderr
+    assert not marker.exists()
+    np.testing.assert_allclose(json.loads(proc.stdout.strip().splitlines()[-1]),
+                               _expected_losses(), rtol=1e-5)
+
+
+def test_exported_module_does_not_ask_numba_to_cache():
+    x, fetches = _inference_graph()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        from jitflow.export import _compile_program, _fetch_spec
+        flat: list = []
+        _fetch_spec(fetches, {}, flat)
+        src = _compile_program(sess, flat, [], [x])["source"]
+    assert "njit(cache=False" in src and "cache=True" not in src
+
+
+def _evil_module(folder, marker):
+    with open(os.path.join(folder, "step.py"), encoding="utf-8") as f:
+        real = f.read()
+    return f"open({str(marker)!r}, 'w').close()\n" + real
+
+
+@pytest.mark.parametrize("how", ["dotdot", "absolute", "symlink", "subdir"])
+def test_manifest_naming_a_module_outside_the_folder_is_refused_before_running_it(
+        exported, tmp_path, how):
+    import hashlib
+    marker = tmp_path / "outside-ran"
+    evil = tmp_path / "evil.py"
+    evil.write_text(_evil_module(exported, marker))
+    if how == "dotdot":
+        name = os.path.join("..", "evil.py")
+        os.replace(evil, os.path.join(os.path.dirname(exported), "evil.py"))
+        evil = os.path.join(os.path.dirname(exported), "evil.py")
+    elif how == "absolute":
+        name = str(evil)
+    elif how == "symlink":
+        name = "link.py"
+        os.symlink(evil, os.path.join(exported, name))
+    else:
+        name = "sub/evil.py"
+        os.makedirs(os.path.join(exported, "sub"))
+        os.replace(evil, os.path.join(exported, name))
+        evil = os.path.join(exported, name)
+    digest = hashlib.sha256(open(evil, "rb").read()).hexdigest()
+    m = json.load(open(os.path.join(exported, "manifest.json")))
+    m["module"] = name
+    m["files"] = {name: digest, "state.npz": m["files"]["state.npz"]}
+    json.dump(m, open(os.path.join(exported, "manifest.json"), "w"))
+    with pytest.raises(ExportError, match="plain file name inside the folder|outside the folder"):
+        tf.load(exported)
+    assert not marker.exists()
+    from jitflow.export import verify
+    assert any(name in p for p in verify(exported))
+
+
+def test_manifest_naming_state_outside_the_folder_is_refused(exported, tmp_path):
+    outside = tmp_path / "state.npz"
+    outside.write_bytes(open(os.path.join(exported, "state.npz"), "rb").read())
+    m = json.load(open(os.path.join(exported, "manifest.json")))
+    m["state"]["file"] = str(outside)
+    m["files"][str(outside)] = m["files"].pop("state.npz")
+    json.dump(m, open(os.path.join(exported, "manifest.json"), "w"))
+    with pytest.raises(ExportError, match="plain file name inside the folder"):
+        tf.load(exported)
+    proc = _clean_python("import step\nstep.load()\n", exported)
+    assert proc.returncode != 0 and "plain file name inside the folder" in proc.stderr
+
+
+def test_state_is_read_once_and_checked_before_use(exported, monkeypatch):
+    """The state's bytes are hashed and parsed from one read: a file swapped after the check
+    cannot be used (np.load sees only the checked bytes)."""
+    opened = []
+    real_open = open
+
+    def counting_open(file, *args, **kwargs):
+        if str(file).endswith(("state.npz", "step.py")):
+            opened.append(os.path.basename(str(file)))
+        return real_open(file, *args, **kwargs)
+
+    import builtins
+    monkeypatch.setattr(builtins, "open", counting_open)
+    tf.load(exported)
+    assert sorted(opened) == ["state.npz", "step.py"]
+
+
+def test_cli_inspect_does_not_show_a_module_outside_the_folder(exported, tmp_path):
+    secret = tmp_path / "secret.py"
+    secret.write_text("SECRET = 'do not print me'\n")
+    _edit_manifest(exported, module=str(secret))
+    proc = subprocess.run([sys.executable, "-m", "jitflow", "inspect", exported],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "integrity: FAILED" in proc.stdout
+    assert "plain file name inside the folder" in proc.stdout
+    assert "do not print me" not in proc.stdout + proc.stderr
