@@ -816,12 +816,15 @@ class Lowerer:
             shape_part = (None, None, tuple(int(d) == 1 for d in target),
                           tuple(1 if int(d) == 1 else ("const", int(d)) for d in target), None)
             ones, dims = self._broadcast(parts + [shape_part], pos)
+            parts = [_aligned(self, op.inputs[0], parts[0], len(ones), pos)]
         else:
             used = set(_value_inputs(op))
             parts = [self._expr(x, shape_only=i not in used) for i, x in enumerate(op.inputs)]
             parts = [p if i in used else (Lit(0, p[1]),) + p[1:3] + (p[3], frozenset())
                      for i, p in enumerate(parts)]
             ones, dims = self._broadcast(parts, pos)
+            parts = [_aligned(self, x, p, len(ones), pos) if i in used else p
+                     for i, (x, p) in enumerate(zip(op.inputs, parts))]
             if op.type in _INT_DIVISION and out.dtype.is_integer and 1 in used:
                 parts[1] = self._nonzero_divisor(op, pos, parts[1])
         static = out.shape.as_tuple()
@@ -946,7 +949,7 @@ class Lowerer:
         if var_op not in self.var_classes:
             raise _Unsupported("assign to an unknown variable")
         var = self._var(var_op)
-        expr, dtype, ones, dims, reads = self._expr(value)
+        expr, dtype, ones, dims, reads = _aligned(self, value, self._expr(value), var.rank, pos)
         if len(ones) > var.rank:
             raise _Unsupported("assign value of higher rank")
         # the value must have the variable's shape (TF1: validate_shape)
@@ -970,6 +973,37 @@ class Lowerer:
             c = self._buf(var.dtype, var.ones, var.dims)
             self.stmts.append(CopyVar(c, var, pos))
             self.info[out] = c
+
+
+def _shift_axes(e, k: int):
+    """`e` (an expression over a loop of some rank) for a loop with `k` more leading axes, as
+    when it broadcasts into a higher-rank consumer: plain loads align to the right by
+    themselves, but loop-axis references (`Load.axes`, `Index`) are absolute and move by `k`.
+    Returns None for expression kinds it cannot rewrite (the caller stores the value)."""
+    if isinstance(e, Lit):
+        return e
+    if isinstance(e, Load):
+        return e if e.axes is None else Load(e.value, tuple(a + k for a in e.axes))
+    if isinstance(e, Index):
+        return Index(e.axis + k, e.dtype)
+    if isinstance(e, Apply):
+        args = [_shift_axes(a, k) for a in e.args]
+        if any(a is None for a in args):
+            return None
+        return Apply(e.template, args, e.dtype, e.op, e.cast)
+    return None
+
+
+def _aligned(low: "Lowerer", t, part: tuple, rank: int, pos: int) -> tuple:
+    """Operand `part` (from `_expr(t)`) ready for a loop of `rank` axes."""
+    k = rank - len(part[2])
+    if k <= 0 or part[0] is None:
+        return part
+    e = _shift_axes(part[0], k)
+    if e is None:
+        v = low._value(t, pos)
+        return (Load(v),) + tuple(part[1:])
+    return (e,) + tuple(part[1:])
 
 
 def _scalar_or_buf(low: Lowerer, p: Pending, pos: int) -> Value:

@@ -148,3 +148,30 @@ def test_poison_mode_fills_every_allocation(monkeypatch):
         r = sess.run(y, feed)
     np.testing.assert_array_equal(r, np.full((2, 2), 4.0, np.float32))
     assert "np.full(" in src and "np.nan" in src and "np.empty(" not in src
+
+
+def test_transposed_operand_broadcast_into_a_higher_rank(strict):
+    """A transpose is an inlined load with explicit loop axes; broadcast into a consumer of
+    higher rank its axes must move right (once it read past the end of its input)."""
+    x = tf.placeholder(tf.float32, [4, 2])
+    y = tf.placeholder(tf.float32, [2])
+    z = tf.placeholder(tf.float32, [3, 2])
+    outs = [x / tf.transpose(y, [0]), tf.transpose(tf.transpose(z) * 2.0) + y,
+            tf.where(x > 3.0, x, tf.transpose(y, [0]) + x)]
+    a = np.arange(8, dtype=np.float32).reshape(4, 2)
+    b = np.array([2.0, 4.0], np.float32)
+    c = np.arange(6, dtype=np.float32).reshape(3, 2)
+    n0 = _fallbacks()
+    r = _both(outs, [{x: a, y: b, z: c}])[0]
+    np.testing.assert_array_equal(r[0], a / b)
+    np.testing.assert_array_equal(r[1], c * 2.0 + b)
+    assert _fallbacks() == n0
+
+
+def test_one_hot_broadcast_into_a_higher_rank(strict):
+    """OneHot reads its position (an `Index` of a loop axis): the same rule as above."""
+    idx = tf.placeholder(tf.int32, [None])
+    y = tf.one_hot(idx, 4) * tf.ones([3, 1, 1])
+    r = _both(y, [{idx: np.array([2, 0], np.int32)}])[0]
+    np.testing.assert_array_equal(r, np.broadcast_to(np.eye(4, dtype=np.float32)[[2, 0]],
+                                                     (3, 2, 4)))

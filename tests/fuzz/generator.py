@@ -595,17 +595,29 @@ def _np_dtype(tfm, name: str):
     return {"float32": tfm.float32, "float64": tfm.float64, "int32": tfm.int32}[name]
 
 
-def build(tfm, prog: Program, graph) -> dict:
-    """Build `prog` into `graph` with the TF1-style module `tfm`.
+def build(tfm, prog: Program, graph, perturb: float = 0.0) -> dict:
+    """Build `prog` into `graph` with the TF1-style module `tfm`; `perturb` scales every float
+    constant and initial value by 1 +- perturb (the conditioning estimate of the runner).
 
     Returns {"fetches": fetch structure, "placeholders": {node index: tensor},
     "init": initializer op or None, "train": train op or None, "none_grads": [bool]}."""
     out: dict = {}
     phs: dict = {}
     t: dict = {}
+    rng = np.random.default_rng([prog.seed, 7])
+
+    def jitter(v):
+        a = np.asarray(v)
+        if not perturb or a.dtype.kind != "f":
+            return v
+        a = a * (1 + perturb * rng.choice([-1.0, 1.0], size=a.shape))
+        return a.astype(np.asarray(v).dtype) if isinstance(v, np.ndarray) else float(a)
+
     with graph.as_default():
         for i, n in enumerate(prog.nodes):
             p = n.params
+            if n.op in ("const", "variable", "get_variable") and n.dtype in FLOATS:
+                p = dict(p, value=jitter(p["value"]))
             dt = _np_dtype(tfm, n.dtype)
             if n.op == "placeholder":
                 static = p["static"]

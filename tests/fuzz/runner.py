@@ -59,7 +59,7 @@ def run_program(prog: Program, tfm, backend: Optional[str], perturb: float = 0.0
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            built = build(tfm, prog, graph)
+            built = build(tfm, prog, graph, perturb)
     except Exception as e:  # noqa: BLE001  (a build error is an outcome to compare)
         out.steps.append(("build", "error", _error_name(e)))
         return out
