@@ -72,6 +72,7 @@ class Program:
     #                                  | static_mismatch (a build-time shape error)
     error_target: Optional[int] = None
     fed: list = field(default_factory=list)        # intermediate nodes fed with values
+    extra_fetch: Optional[str] = None              # None | "duplicate" | "leaf": fetched too
 
     def describe(self) -> str:
         lines = [f"program seed={self.seed} mode={self.mode} fetch={self.fetch_style} "
@@ -267,7 +268,7 @@ class _Gen:
         elif r < 0.8:
             self.binary("int32", INT_BINARY)
         else:
-            self.reduce("int32", ("sum", "max", "min"))
+            self.reduce("int32", ("sum", "max", "min", "mean"))
 
     def unary_int(self) -> None:
         a = self.operand("int32")
@@ -525,6 +526,9 @@ def generate(seed: int, max_ops: int = 12) -> Program:
     prog.fetch_style = g.pick(("list", "single", "dict")) if len(fetches) == 1 else \
         g.pick(("list", "dict"))
     prog.batches = (int(rng.integers(2, 5)), g.pick([1, 1, 2, 3, 5]))
+    if g.chance(0.15):
+        # the same tensor twice, or a placeholder / variable itself, among the fetches
+        prog.extra_fetch = g.pick(("duplicate", "leaf"))
     if mode != "forward":
         prog.mode = mode
         prog.loss_node = float_ops[-1] if g.chance(0.7) else g.pick(float_ops)
@@ -672,6 +676,13 @@ def build(tfm, prog: Program, graph, perturb: float = 0.0) -> dict:
         if prog.mode == "train":
             fetch_t = fetch_t + [t[i] for i, n in enumerate(prog.nodes)
                                  if n.op in ("variable", "get_variable")]
+        if prog.extra_fetch == "duplicate":
+            fetch_t = fetch_t + [fetch_t[0]]
+        elif prog.extra_fetch == "leaf":
+            leaves = [i for i, n in enumerate(prog.nodes) if n.op != "const" and not n.args
+                      and i != prog.error_target]
+            if leaves:
+                fetch_t = fetch_t + [t[leaves[-1]]]
     if prog.fetch_style == "single" and len(fetch_t) == 1:
         out = fetch_t[0]
     elif prog.fetch_style == "dict":

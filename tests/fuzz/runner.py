@@ -302,7 +302,8 @@ def _prune(prog: Program) -> Program:
     return Program(prog.seed, nodes, [pos[i] for i in prog.fetches], prog.mode,
                    prog.fetch_style, prog.optimizer, prog.train_steps,
                    [pos[i] for i in prog.grad_wrt], m(prog.loss_node), prog.loss_reduce,
-                   prog.batches, prog.error, m(prog.error_target), [pos[i] for i in prog.fed])
+                   prog.batches, prog.error, m(prog.error_target), [pos[i] for i in prog.fed],
+                   prog.extra_fetch)
 
 
 def _reaches(prog: Program, src: int, dst: Optional[int]) -> bool:
@@ -327,6 +328,8 @@ def _candidates(prog: Program):
         yield replace(prog, error=None, error_target=None)
     if prog.fed:
         yield replace(prog, fed=[])
+    if prog.extra_fetch:
+        yield replace(prog, extra_fetch=None)
     if prog.mode == "train" and prog.train_steps > 1:
         yield replace(prog, train_steps=1)
     if prog.mode != "forward":
