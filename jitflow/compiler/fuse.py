@@ -252,6 +252,7 @@ _REDUCE_HOW = {"Sum": "sum", "Mean": "mean", "Max": "max", "Min": "min", "Prod":
                "Any": "max", "All": "min"}
 _SKIP = ("NoOp",)
 _INT_DIVISION = ("FloorDiv", "FloorMod", "TruncateDiv", "TruncateMod")
+_NARROW_INTS = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
 MAX_INLINE_DEPTH = 64     # longer chains are stored every so often (bounded expression trees)
 MAX_KERNEL_OPS = 1500     # larger segments run op by op rather than compiling for minutes
 _ROW_HOW = {"Softmax": "softmax", "LogSoftmax": "log_softmax",
@@ -834,7 +835,10 @@ class Lowerer:
         dtype = out.dtype.name
         cast = op.type == "Cast" or (
             parts and dtype != parts[0][1] and dtype != "bool")
-        expr = Apply(_template_text(op), [p[0] for p in parts], dtype, pos, cast)
+        # Numba computes narrow integers in 64 bits: wrap each op's result to its dtype, so an
+        # overflow feeding a comparison, max or division wraps where TF's does
+        wrap = dtype in _NARROW_INTS and _template_text(op) != "{0}"
+        expr = Apply(_template_text(op), [p[0] for p in parts], dtype, pos, cast or wrap)
         if (not cast and len(parts) == 1 and expr.template == "{0}" and parts[0][0] is not None
                 and parts[0][2] == ones and parts[0][3] == dims):
             # an identity (e.g. a variable's `read`): pass the value through, so a stored

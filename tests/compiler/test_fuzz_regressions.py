@@ -175,3 +175,18 @@ def test_one_hot_broadcast_into_a_higher_rank(strict):
     r = _both(y, [{idx: np.array([2, 0], np.int32)}])[0]
     np.testing.assert_array_equal(r, np.broadcast_to(np.eye(4, dtype=np.float32)[[2, 0]],
                                                      (3, 2, 4)))
+
+
+def test_int32_overflow_inside_a_fused_chain_wraps_like_tf(strict):
+    """Numba computes int32 math in 64 bits; each op's result is wrapped to int32, so an
+    overflowing product feeding max, division or a cast gives TF's (wrapped) answer."""
+    x = tf.placeholder(tf.int32, [None])
+    z = tf.placeholder(tf.int32, [None])
+    p = x * x * x * x * x
+    outs = [tf.maximum(p, z), p // 7, tf.cast(p, tf.float32)]
+    a = np.array([100, -77, 3], np.int32)
+    wrapped = (a.astype(np.int64) ** 5 + 2 ** 31) % 2 ** 32 - 2 ** 31    # int32 wrap-around
+    r = _both(outs, [{x: a, z: np.array([0, 5, -3], np.int32)}])[0]
+    np.testing.assert_array_equal(r[0], np.maximum(wrapped, [0, 5, -3]))
+    np.testing.assert_array_equal(r[1], wrapped // 7)
+    np.testing.assert_array_equal(r[2], wrapped.astype(np.float32))

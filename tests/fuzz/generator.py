@@ -130,7 +130,9 @@ class _Gen:
 
     def values(self, shape: tuple, dtype: str) -> np.ndarray:
         if dtype == "int32":
-            return self.rng.integers(-5, 6, size=shape).astype(np.int32)
+            # mostly small; sometimes large enough that products overflow (and wrap, as in TF)
+            hi = 6 if self.chance(0.8) else 70000
+            return self.rng.integers(-hi, hi, size=shape).astype(np.int32)
         return self.rng.uniform(-2, 2, size=shape).astype(dtype)
 
     def rand_shape(self, rank: int, batch_ok: bool) -> tuple:
@@ -759,7 +761,8 @@ def feed_values(prog: Program, batch: int, run_seed: int, perturb: float = 0.0) 
             continue
         shape = concrete(n.shape, batch)
         if n.dtype == "int32":
-            v = rng.integers(-5, 6, size=shape).astype(np.int32)
+            hi = 6 if (i + prog.seed) % 5 else 70000
+            v = rng.integers(-hi, hi, size=shape).astype(np.int32)
         else:
             v = rng.uniform(-2, 2, size=shape).astype(n.dtype)
             if perturb:
