@@ -916,16 +916,7 @@ def _emit_region(w, s: Region, depth: int, dim) -> None:
 
 
 def _emit_range_check(w, c: RangeCheck, depth: int, dim) -> None:
-    from jitflow.compiler.codegen import ERROR_PREFIX
-    v = c.value
-    if v.rank == 0:
-        w.emit(depth, f"if {v.name} < 0 or {v.name} >= {dim(c.dim)}:", c.op)
-    else:
-        w.emit(depth, f"for i in range({v.name}.size):", c.op)
-        w.emit(depth + 1, f"q = {v.name}.reshape({v.name}.size)[i]", c.op)
-        w.emit(depth + 1, f"if q < 0 or q >= {dim(c.dim)}:", c.op)
-    w.emit(depth + (2 if v.rank else 1), f"raise ValueError(\"{ERROR_PREFIX}{c.op}:{c.what}\")",
-           c.op)
+    w.element_check(c.value, f"q < 0 or q >= {dim(c.dim)}", depth, c.op, c.what)
 
 
 EXPR = {Take: take_text, DimValue: _dim_value_text}

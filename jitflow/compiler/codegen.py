@@ -169,16 +169,20 @@ class _Writer:
         sentinel (integers), so that a read of an element the kernel never wrote shows."""
         self.emit(depth, f"{v.name} = {empty_text(v.dims, v.dtype)}", op)
 
-    def nonzero(self, c: NonZeroCheck, depth: int) -> None:
-        """Raise (before anything is written) if an integer divisor has a zero."""
-        v = c.value
+    def element_check(self, v: Value, bad: str, depth: int, op: int, what: str) -> None:
+        """Raise the kernel's check error if any element `q` of `v` makes `bad` true (run
+        before anything is written: index ranges, integer divisors)."""
         if v.rank == 0:
-            self.emit(depth, f"if {v.name + '[()]' if v.kind == 'var' else v.name} == 0:", c.op)
+            self.emit(depth, f"q = {v.name + '[()]' if v.kind == 'var' else v.name}", op)
         else:
-            self.emit(depth, f"for i in range({v.name}.size):", c.op)
-            self.emit(depth + 1, f"if {v.name}.reshape({v.name}.size)[i] == 0:", c.op)
-        self.emit(depth + (2 if v.rank else 1),
-                  f"raise ValueError(\"{ERROR_PREFIX}{c.op}:{c.what}\")", c.op)
+            self.emit(depth, f"for i in range({v.name}.size):", op)
+            depth += 1
+            self.emit(depth, f"q = {v.name}.reshape({v.name}.size)[i]", op)
+        self.emit(depth, f"if {bad}:", op)
+        self.emit(depth + 1, f"raise ValueError(\"{ERROR_PREFIX}{op}:{what}\")", op)
+
+    def nonzero(self, c: NonZeroCheck, depth: int) -> None:
+        self.element_check(c.value, "q == 0", depth, c.op, c.what)
 
     def flat_views(self, vals, n: str, depth: int, op: int) -> None:
         seen = set()
@@ -476,15 +480,7 @@ def generate_function(kernel: Kernel, name: str, vecmath: dict | None = None) ->
             w.nonzero(c, 1)
             continue
         if isinstance(c, RangeCheck):
-            v = c.value
-            if v.rank == 0:
-                w.emit(1, f"if {v.name} < 0 or {v.name} >= {_dim(c.dim)}:", c.op)
-            else:
-                w.emit(1, f"for i in range({v.name}.size):", c.op)
-                w.emit(2, f"q = {v.name}.reshape({v.name}.size)[i]", c.op)
-                w.emit(2, f"if q < 0 or q >= {_dim(c.dim)}:", c.op)
-            w.emit(3 if v.rank else 2, f"raise ValueError(\"{ERROR_PREFIX}{c.op}:{c.what}\")",
-                   c.op)
+            w.element_check(c.value, f"q < 0 or q >= {_dim(c.dim)}", 1, c.op, c.what)
             continue
         w.emit(1, f"if {_dim(c.a)} != {_dim(c.b)}:", c.op)
         w.emit(2, f"raise ValueError(\"{ERROR_PREFIX}{c.op}:{c.what}\")", c.op)

@@ -735,16 +735,15 @@ class Lowerer:
         x = self._value(op.inputs[0], pos)
         if isinstance(x, Lit):
             raise _Unsupported("row op of a literal")
-        if x.ones[-1]:
-            return self._lower_row_unit(op, pos, how, x)
+        if x.ones[-1] and how == "sparse_xent":
+            raise _Unsupported("sparse xent over a unit axis")
         labels = None
         if how == "xent":
-            labels = self._value(op.inputs[1], pos)
-            if isinstance(labels, Lit) or labels.ones != x.ones:
-                raise _Unsupported("xent labels broadcast")
-            for a, b in zip(labels.dims, x.dims):
-                if a != b:
-                    self.checks.append(Check(a, b, pos, "Incompatible shapes"))
+            labels = self._dense_labels(op, pos, x)
+            if x.ones[-1]:
+                return self._lower_row_unit(op, pos, how, x, labels)
+        elif x.ones[-1]:
+            return self._lower_row_unit(op, pos, how, x, None)
         elif how == "sparse_xent":
             labels = self._value(op.inputs[1], pos)
             if (isinstance(labels, Lit) or labels.kind != "in"
@@ -771,21 +770,21 @@ class Lowerer:
         if any(o is not None for o in outs):
             self.stmts.append(RowOp(how, outs, x, labels, pos))
 
-    def _lower_row_unit(self, op, pos: int, how: str, x: Value) -> None:
+    def _dense_labels(self, op, pos: int, x: Value) -> Value:
+        """The labels of a dense cross-entropy: stored, of the logits' shape (checked)."""
+        lab = self._value(op.inputs[1], pos)
+        if isinstance(lab, Lit) or lab.ones != x.ones:
+            raise _Unsupported("xent labels broadcast")
+        for a, b in zip(lab.dims, x.dims):
+            if a != b:
+                self.checks.append(Check(a, b, pos, "Incompatible shapes"))
+        return lab
+
+    def _lower_row_unit(self, op, pos: int, how: str, x: Value, lab) -> None:
         """A softmax-family op over an axis of size 1 is elementwise: softmax is exp(x - x)
         (1, or NaN where x is not finite, as the row formula gives), log_softmax x - x, the
         cross-entropy loss -labels * (x - x) and its backprop exp(x - x) - labels."""
-        if how == "sparse_xent":
-            raise _Unsupported("sparse xent over a unit axis")
         r, dt = x.rank, x.dtype
-        lab = None
-        if how == "xent":
-            lab = self._value(op.inputs[1], pos)
-            if isinstance(lab, Lit) or lab.ones != x.ones:
-                raise _Unsupported("xent labels broadcast")
-            for a, b in zip(lab.dims, x.dims):
-                if a != b:
-                    self.checks.append(Check(a, b, pos, "Incompatible shapes"))
         reads = frozenset(v.var_op for v in (x, lab) if v is not None and v.kind == "var")
         drop = tuple(range(r - 1)) + (0,)   # loads of a row result: the unit axis is index 0
         for i, t in enumerate(op.outputs):
