@@ -127,7 +127,8 @@ def _is_tf_error(e: BaseException) -> bool:
 
 
 # -- comparing -----------------------------------------------------------------------------------
-def _close(got, ref, alt, label: str, same_type: bool = True) -> Optional[str]:
+def _close(got, ref, alt, label: str, same_type: bool = True,
+           precision: str = "float64") -> Optional[str]:
     """None if `got` matches `ref` (within the allowance `alt` gives), else what differs."""
     g, r = _flatten(got), _flatten(ref)
     a = _flatten(alt) if alt is not None else [None] * len(r)
@@ -152,14 +153,19 @@ def _close(got, ref, alt, label: str, same_type: bool = True) -> Optional[str]:
                     continue  # an integer result that depends on rounding upstream
                 return f"{where}: values differ\n got {xa!r}\n ref {ya!r}"
             continue
-        msg = _float_mismatch(xa, ya, None if z is None else np.asarray(z))
+        msg = _float_mismatch(xa, ya, None if z is None else np.asarray(z), precision)
         if msg:
             return f"{where}: {msg}"
     return None
 
 
-def _float_mismatch(x: np.ndarray, y: np.ndarray, z: Optional[np.ndarray]) -> Optional[str]:
+def _float_mismatch(x: np.ndarray, y: np.ndarray, z: Optional[np.ndarray],
+                    precision: str = "float64") -> Optional[str]:
+    """`precision`: the coarsest float dtype the program computes in (a float32 result cast
+    to float64 carries float32's rounding)."""
     dt = x.dtype.name if x.dtype.name in _RTOL else "float64"
+    if _RTOL[precision] > _RTOL[dt]:
+        dt = precision
     rtol = _RTOL[dt]
     with np.errstate(all="ignore"):
         xf, yf = x.astype(np.float64), y.astype(np.float64)
@@ -191,7 +197,7 @@ def _float_mismatch(x: np.ndarray, y: np.ndarray, z: Optional[np.ndarray]) -> Op
 
 
 def compare(got: Outcome, ref: Outcome, alt: Optional[Outcome], who: str,
-            strict_types: bool = True) -> Optional[str]:
+            strict_types: bool = True, precision: str = "float64") -> Optional[str]:
     """None if `got` agrees with the reference outcome, else a description of the first
     difference."""
     if got.crash:
@@ -217,7 +223,7 @@ def compare(got: Outcome, ref: Outcome, alt: Optional[Outcome], who: str,
         if kind == "value":
             a = asteps.get(label)
             alt_val = a[2] if a is not None and a[1] == "value" else None
-            msg = _close(payload, rpay, alt_val, f"{who} step {label}", strict_types)
+            msg = _close(payload, rpay, alt_val, f"{who} step {label}", strict_types, precision)
             if msg:
                 return msg
     # the same backend must repeat itself exactly
@@ -262,12 +268,15 @@ def check(prog: Program, tf_module=None) -> Optional[str]:
         alt = run_program(prog, jitflow, "interpreter", perturb)
     got = run_program(prog, jitflow, "numba")
     LAST["fallbacks"] = STATS.get("reference_fallbacks", 0) - fb0
-    msg = compare(got, ref, alt, "numba")
+    # int32 programs compute in float32 where they meet floats (casts, the loss)
+    precision = "float64" if all(n.dtype == "float64" for n in prog.nodes) else "float32"
+    msg = compare(got, ref, alt, "numba", precision=precision)
     if msg:
         return msg
     if tf_module is not None:
         tgot = run_program(prog, tf_module, None)
-        msg = compare(ref, tgot, alt, "interpreter-vs-tensorflow", strict_types=False)
+        msg = compare(ref, tgot, alt, "interpreter-vs-tensorflow", strict_types=False,
+                      precision=precision)
         if msg:
             return "TF " + msg
     return None
