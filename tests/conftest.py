@@ -8,6 +8,24 @@ import pytest
 os.environ.setdefault("JITFLOW_CACHE_DIR", os.path.join(os.path.dirname(__file__), "..",
                                                          ".cache", "jitflow-tests"))
 
+
+def _private_repo_cache(path: str) -> None:
+    """jitflow refuses a kernel cache that group or others can write (it would load their
+    pickles). The tests' caches live in the repository's .cache/: create them 0700, and take
+    the write bits a checkout made under umask 002 gave them (other folders: left alone)."""
+    repo_cache = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".cache"))
+    path = os.path.realpath(path)
+    if os.path.commonpath([path, repo_cache]) != repo_cache:
+        return
+    for d in (path, os.path.join(path, "__pycache__")):
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        st = os.stat(d)
+        if st.st_uid == os.getuid() and st.st_mode & 0o022:
+            os.chmod(d, st.st_mode & 0o755)
+
+
+_private_repo_cache(os.environ["JITFLOW_CACHE_DIR"])
+
 import jitflow as tf  # noqa: E402
 from jitflow.session import _BACKENDS  # noqa: E402
 
