@@ -11,6 +11,12 @@ The `checkpoint` state file in the same directory is TF1's text format
 Every file is written atomically (temp file in the same directory, fsync, `os.replace`) and the
 state file last, so a crash during a save leaves the previous checkpoint as the latest. Old
 checkpoints beyond `max_to_keep` are deleted only after the state file no longer names them.
+All of a checkpoint's files (data, index, `.meta`, state file) are written mode 0600.
+
+A temporary file is named `.<file>.jftmp-<host>-<pid>-<random>.tmp` (host: a hash of the host
+name). A save first removes the temporary files an earlier save of the same checkpoint name
+left behind when it crashed: those whose writer process on this host is gone, and any older
+than an hour (a writer on another host, or a pid reused since).
 """
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ import json
 import numbers
 import os
 import re
+import socket
 import tempfile
 import time
 from typing import Optional
@@ -58,10 +65,78 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
+_TMP_MARK = ".jftmp-"
+_TMP_NAME = re.compile(r"^\.(?P<target>.+)\.jftmp-(?P<host>[0-9a-f]{8})-(?P<pid>\d+)-"
+                       r"[a-z0-9_]+\.tmp$")
+_OLD_TMP_NAME = re.compile(r"^\.(?P<target>.+)\.[a-z0-9_]{8}\.tmp$")   # jitflow 0.1
+_STALE_SECONDS = 3600.0
+
+
+def _host_tag() -> str:
+    return hashlib.sha256(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:8]
+
+
+def _tmp_prefix(path: str) -> str:
+    """The start of the name of a temporary file this process writes on its way to `path`."""
+    return f".{os.path.basename(path)}{_TMP_MARK}{_host_tag()}-{os.getpid()}-"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True
+    return True
+
+
+def _stale_temp(name: str, path: str, now: float) -> bool:
+    """Whether `name` is a temporary file of ours that no save is still writing."""
+    m = _TMP_NAME.match(name)
+    try:
+        age = now - os.lstat(path).st_mtime
+    except OSError:
+        return False
+    if m is None:
+        return _OLD_TMP_NAME.match(name) is not None and age > _STALE_SECONDS
+    pid = int(m.group("pid"))
+    if m.group("host") == _host_tag() and pid != os.getpid() and not _pid_alive(pid):
+        return True
+    return age > _STALE_SECONDS
+
+
+def remove_stale_temp_files(directory: str, names) -> list:
+    """Delete the temporary files that crashed saves left in `directory` for files whose names
+    start with one of `names`; returns the paths removed. A file a live writer on this host may
+    still be writing, or younger than an hour from elsewhere, is kept."""
+    directory = directory or "."
+    try:
+        entries = os.listdir(directory)
+    except OSError:
+        return []
+    now = time.time()
+    removed = []
+    for entry in entries:
+        if not (entry.startswith(".") and entry.endswith(".tmp")):
+            continue
+        if not any(entry[1:].startswith(n) for n in names):
+            continue
+        path = os.path.join(directory, entry)
+        if _stale_temp(entry, path, now):
+            try:
+                os.unlink(path)
+                removed.append(path)
+            except OSError:
+                pass
+    return removed
+
+
 def _atomic_write(path: str, data: bytes) -> None:
-    """Write `data` to `path` so that readers see either the old file or the whole new one."""
+    """Write `data` to `path` (mode 0600) so that readers see either the old file or the whole
+    new one."""
     d = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=d)
+    fd, tmp = tempfile.mkstemp(prefix=_tmp_prefix(path), suffix=".tmp", dir=d)   # made 0600
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -341,7 +416,15 @@ def _saveables(var_list) -> list:
 
 
 class Saver:
-    """Saves and restores variables by name (TF1's `tf.train.Saver`)."""
+    """Saves and restores variables by name (TF1's `tf.train.Saver`).
+
+    `max_to_keep` prunes only the checkpoints this Saver wrote (as in TF1): a new Saver, say in
+    a restarted process, starts with an empty list and leaves the checkpoints an earlier process
+    wrote on disk (its state file then names only its own). To take them over, call
+    `recover_last_checkpoints(get_checkpoint_state(dir).all_model_checkpoint_paths)`.
+    Each save first removes temporary files that a crashed save of the same checkpoint name
+    left in the directory (see the module docstring).
+    """
 
     def __init__(self, var_list=None, reshape: bool = False, sharded: bool = False,
                  max_to_keep: Optional[int] = 5, keep_checkpoint_every_n_hours: float = 10000.0,
@@ -428,6 +511,7 @@ class Saver:
                 raise TypeError(f"Cannot checkpoint variable {op.name} of dtype {value.dtype}: "
                                 "only numeric and bool variables are saved")
             named.append((name, value))
+        remove_stale_temp_files(save_dir, [os.path.basename(save_path), latest_filename])
         _write_checkpoint(prefix, named)
 
         if write_meta_graph:
@@ -469,12 +553,14 @@ class Saver:
                 pass
 
     def _export_meta(self, filename: str, graph) -> None:
-        """Write the meta graph through jitflow.serialize when that module exists."""
+        """Write the meta graph (jitflow.serialize's JSON) like the other checkpoint files:
+        atomically, mode 0600."""
         try:
             from jitflow.serialize import export_meta_graph
         except ImportError:
             return
-        export_meta_graph(filename=filename, graph=graph)
+        meta = export_meta_graph(graph=graph)
+        _atomic_write(filename, (json.dumps(meta) + "\n").encode("utf-8"))
 
     def export_meta_graph(self, filename: Optional[str] = None, **kwargs):
         """`Saver.export_meta_graph`: the graph's meta graph (see jitflow.serialize)."""

@@ -419,3 +419,100 @@ def test_init_from_checkpoint_scopes_and_names(tmp_path, backend):
         assert sess.run(untouched) == 5.0
     with pytest.raises(ValueError, match="not found"):
         tf.train.init_from_checkpoint(path, {"nothere": b2})
+
+
+# -- temporary files of crashed saves; file modes -------------------------------------------------
+_CRASHING_SAVE = r'''
+import os, sys
+import numpy as np
+import jitflow as tf
+w = tf.Variable(np.arange(6, dtype=np.float32).reshape(2, 3), name="layer/w")
+saver = tf.train.Saver()
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    saver.save(sess, sys.argv[1], global_step=1)
+    real_fsync = os.fsync
+    def dying_fsync(fd):          # the process dies with a temp file written, not yet renamed
+        if sys.argv[2] in os.readlink(f"/proc/self/fd/{fd}"):
+            os._exit(9)
+        return real_fsync(fd)
+    os.fsync = dying_fsync
+    saver.save(sess, sys.argv[1], global_step=2)
+'''
+
+
+@pytest.mark.parametrize("dies_writing", [".data-", ".index", ".meta", "checkpoint"])
+def test_next_save_removes_temp_files_a_crashed_process_left(tmp_path, dies_writing):
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-c", _CRASHING_SAVE, str(tmp_path / "m"),
+                           dies_writing], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 9, proc.stderr
+    left = [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]
+    assert len(left) == 1 and dies_writing in left[0]
+    w, b = _build()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        tf.train.Saver().save(sess, str(tmp_path / "m"), global_step=3)
+    assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]
+    # the last checkpoint the crashed process completed still restores
+    with tf.Session() as sess:
+        tf.train.Saver([w]).restore(sess, str(tmp_path / "m-1"))
+        np.testing.assert_array_equal(sess.run(w), W)
+
+
+def test_temp_files_of_live_writers_and_other_files_are_kept(tmp_path):
+    import subprocess
+    import sys
+    import time
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    live = os.getppid()   # a process that is still running: it could be saving right now
+    host = saver_mod._host_tag()
+    names = {
+        "dead": f".m-7.index.jftmp-{host}-{dead}-abcd1234.tmp",
+        "dead_state": f".checkpoint.jftmp-{host}-{dead}-efgh5678.tmp",
+        "live": f".m-7.data-00000-of-00001.jftmp-{host}-{live}-ijkl9012.tmp",
+        "other_host_fresh": f".m-7.index.jftmp-0badc0de-{dead}-mnop3456.tmp",
+        "other_host_old": f".m-6.index.jftmp-0badc0de-{dead}-qrst7890.tmp",
+        "old_style_old": ".m-5.index.a1b2c3d4.tmp",
+        "old_style_fresh": ".m-5.data-00000-of-00001.e5f6g7h8.tmp",
+        "unrelated_old": ".notes.z9y8x7w6.tmp",
+        "other_prefix": f".other-1.index.jftmp-{host}-{dead}-uvwx1234.tmp",
+    }
+    for name in names.values():
+        (tmp_path / name).write_bytes(b"partial")
+    hours_ago = time.time() - 2 * 3600
+    for key in ("other_host_old", "old_style_old", "unrelated_old"):
+        os.utime(tmp_path / names[key], (hours_ago, hours_ago))
+    w, b = _build()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        tf.train.Saver().save(sess, str(tmp_path / "m"), global_step=8)
+    gone = {k for k, n in names.items() if not (tmp_path / n).exists()}
+    assert gone == {"dead", "dead_state", "other_host_old", "old_style_old"}
+
+
+def test_meta_file_is_written_like_the_data_and_index(tmp_path):
+    w, b = _build()
+    old = os.umask(0o022)
+    try:
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            prefix = tf.train.Saver().save(sess, str(tmp_path / "m"))
+    finally:
+        os.umask(old)
+
+    def mode(p):
+        return os.stat(p).st_mode & 0o777
+
+    data = mode(prefix + ".data-00000-of-00001")
+    assert data == 0o600
+    assert mode(prefix + ".index") == mode(prefix + ".meta") == mode(tmp_path / "checkpoint") \
+        == data
+    # still the meta graph jitflow.serialize reads
+    tf.reset_default_graph()
+    restorer = tf.train.import_meta_graph(prefix + ".meta")
+    with tf.Session() as sess:
+        restorer.restore(sess, prefix)
+        np.testing.assert_array_equal(sess.run("layer/w:0"), W)
