@@ -8,7 +8,7 @@ export JITFLOW_CACHE_DIR ?= $(CURDIR)/.cache/jitflow
 export OPENBLAS_NUM_THREADS ?= 1
 export PYTHONHASHSEED ?= 0
 
-.PHONY: all install test demo bench bench-quick lint clean fuzz
+.PHONY: all install test demo bench bench-quick lint clean fuzz soak
 
 all: test
 
@@ -37,6 +37,13 @@ FUZZFLAGS ?=
 fuzz: $(STAMP)
 	cd tests && $(CURDIR)/$(BIN)/python -m fuzz -n $(N) --start $(START) \
 	  --out $(CURDIR)/fuzz-failures $(FUZZFLAGS)
+
+# soak test (not in CI): random programs, threads sharing a session, kill -9 during
+# Saver.save, for SOAK_MINUTES; prints counts, exits 1 on any failure
+SOAK_MINUTES ?= 20
+SOAKFLAGS ?=
+soak: $(STAMP)
+	$(BIN)/python benchmarks/soak.py --minutes $(SOAK_MINUTES) $(SOAKFLAGS)
 
 $(BENCH_STAMP): $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[test,bench]'
