@@ -8,6 +8,12 @@ process's resident memory (VmRSS) every `--every` graphs, with the number of ker
 in-memory cache holds. Without `--disk` the disk cache is off (JITFLOW_CACHE=0), so every
 graph compiles. The in-memory cache is bounded by JITFLOW_MEMORY_CACHE_ENTRIES and
 JITFLOW_MEMORY_CACHE_MB (see jitflow/compiler/cache.py).
+
+Measured (2-core VM shared with a fuzzer; numba 0.68, `--graphs 2000 --every 200`): before the
+bounded cache RSS went 178 MB -> 3674 MB (+1.75 MB per graph, every kernel kept); with it (256
+entries) 178 MB -> 3211 MB (+1.52 MB per graph). Evicted kernels' Python objects are freed
+(about 120 bytes per byte of kernel source); what remains is the machine code and LLVM modules
+Numba's JIT engine never releases. Kernels loaded from the disk cache cost about 0.33 MB each.
 """
 from __future__ import annotations
 
