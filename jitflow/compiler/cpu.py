@@ -43,6 +43,7 @@ __all__ = ["NumbaBackend", "Executable", "export_source", "STATS", "debug_level"
 
 STATS = _cache.STATS
 _WARNED_OPS: set = set()
+_MAX_EXACT = 256   # exact input shapes remembered per executable (each maps to a kernel)
 _DECORATOR = ('@numba.njit(cache={cache}, error_model="numpy", fastmath={"contract"}, '
               'nogil=True)')
 _TAG = re.compile(r"  # [^\n]*$", re.M)
@@ -475,6 +476,8 @@ class Executable:
         c = self.exact.get(key)
         if c is None:
             c = self._compiled_for(seg, ins, bufs)
+            if len(self.exact) >= _MAX_EXACT:
+                self.exact.clear()   # many distinct sizes: refilling is one dict lookup each
             self.exact[key] = c
         if c is _REFERENCES or c.broken:
             raise _UseReferences()
