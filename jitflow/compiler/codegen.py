@@ -325,7 +325,7 @@ class _Writer:
         if how == "sparse_xent":
             self.emit(d, f"k = l1_{nm}[r]", op)
             if loss is not None:
-                self.emit(d, f"m1_{loss[1].name}[r] = -(x2_{nm}[r, k] - m - ls)", op)
+                self.emit(d, f"m1_{loss[1].name}[r] = ls - (x2_{nm}[r, k] - m)", op)
             if bp is not None:
                 self.emit(d, f"for j in range({c}):", op)
                 self.emit(d + 1, f"p = {exp}x2_{nm}[r, j] - m - ls)", op)
@@ -335,8 +335,9 @@ class _Writer:
         if loss is not None:
             self.emit(d, "acc = 0.0", op)
             self.emit(d, f"for j in range({c}):", op)
-            self.emit(d + 1, f"acc += l2_{nm}[r, j] * (x2_{nm}[r, j] - m - ls)", op)
-            self.emit(d, f"m1_{loss[1].name}[r] = -acc", op)
+            # TF's form: sum(labels * (ls - z)) from +0 (an all-zero row is +0)
+            self.emit(d + 1, f"acc += l2_{nm}[r, j] * (ls - (x2_{nm}[r, j] - m))", op)
+            self.emit(d, f"m1_{loss[1].name}[r] = acc", op)
         if bp is not None:
             self.emit(d, f"for j in range({c}):", op)
             self.emit(d + 1, f"m2_{bp[1].name}[r, j] = {exp}x2_{nm}[r, j] - m - ls) - "

@@ -783,7 +783,7 @@ class Lowerer:
     def _lower_row_unit(self, op, pos: int, how: str, x: Value, lab) -> None:
         """A softmax-family op over an axis of size 1 is elementwise: softmax is exp(x - x)
         (1, or NaN where x is not finite, as the row formula gives), log_softmax x - x, the
-        cross-entropy loss -labels * (x - x) and its backprop exp(x - x) - labels."""
+        cross-entropy loss labels * (x - x) + 0 and its backprop exp(x - x) - labels."""
         r, dt = x.rank, x.dtype
         reads = frozenset(v.var_op for v in (x, lab) if v is not None and v.kind == "var")
         drop = tuple(range(r - 1)) + (0,)   # loads of a row result: the unit axis is index 0
@@ -800,7 +800,9 @@ class Lowerer:
             elif how == "log_softmax":
                 expr = Apply("({0} - {0})", [Load(x)], dt, pos)
             elif loss:
-                expr = Apply("-({0} * ({1} - {1}))", [Load(lab, drop), Load(x, drop)], dt, pos)
+                # TF's labels * (lse - z) summed from +0: here lse = 0 and z = x - x
+                expr = Apply("({0} * ({1} - {1}) + np.%s(0.0))" % dt,
+                             [Load(lab, drop), Load(x, drop)], dt, pos)
             else:
                 expr = Apply("math.exp({1} - {1}) - {0}", [Load(lab), Load(x)], dt, pos, True)
             self._place(t, Pending(expr, dt, ones, dims, reads, pos), pos)

@@ -175,13 +175,18 @@ def softsign(features, name: Optional[str] = None) -> Tensor:
 
 
 # -- softmax and log-softmax ----------------------------------------------------------------------
-def _np_log_softmax(x, axis):
+def _np_shifted(x, axis):
+    """(z, lse): the logits less their row max, and log(sum(exp(z))) along `axis`."""
     x = np.asarray(x)
     # `initial`: an empty row (a size-0 axis) has no max; its result is empty, as in TF
     m = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
-    m = np.where(np.isfinite(m), m, 0)
-    z = x - m
-    return z - np.log(np.sum(np.exp(z), axis=axis, keepdims=True))
+    z = x - np.where(np.isfinite(m), m, 0)
+    return z, np.log(np.sum(np.exp(z), axis=axis, keepdims=True))
+
+
+def _np_log_softmax(x, axis):
+    z, lse = _np_shifted(x, axis)
+    return z - lse
 
 
 def _np_softmax(x, axis):
@@ -269,9 +274,11 @@ def _xent_infer(op):
 
 def _xent_ref(op, logits, labels):
     axis = op.attrs["axis"]
-    lsm = _np_log_softmax(logits, axis)
-    loss = -np.sum(labels * lsm, axis=axis)
-    return loss, np.exp(lsm) - labels
+    z, lse = _np_shifted(logits, axis)
+    # TF's form, sum(labels * (lse - z)) accumulated from +0: a row whose terms are all zeros
+    # gives +0, whatever the labels' signs
+    loss = np.sum(labels * (lse - z), axis=axis, initial=0).astype(z.dtype, copy=False)
+    return loss, np.exp(z - lse) - labels
 
 
 def _xent_grad(op, g_loss, g_backprop=None):
@@ -338,10 +345,10 @@ def _sparse_xent_ref(op, logits, labels):
         v = labels[bad].flat[0]
         raise ValueError(f"Received a label value of {v} which is outside the valid range of "
                          f"[0, {n}).  Label values: {' '.join(map(str, labels.flat))}")
-    lsm = _np_log_softmax(logits, -1)
-    picked = np.take_along_axis(lsm, labels[..., None].astype(np.intp), axis=-1)[..., 0]
+    z, lse = _np_shifted(logits, -1)
+    picked = np.take_along_axis(z, labels[..., None].astype(np.intp), axis=-1)[..., 0]
     onehot = np.arange(n) == labels[..., None]
-    return -picked, np.exp(lsm) - onehot
+    return lse[..., 0] - picked, np.exp(z - lse) - onehot
 
 
 def _sparse_xent_grad(op, g_loss, g_backprop=None):

@@ -190,3 +190,21 @@ def test_int32_overflow_inside_a_fused_chain_wraps_like_tf(strict):
     np.testing.assert_array_equal(r[0], np.maximum(wrapped, [0, 5, -3]))
     np.testing.assert_array_equal(r[1], wrapped // 7)
     np.testing.assert_array_equal(r[2], wrapped.astype(np.float32))
+
+
+@pytest.mark.parametrize("classes", [1, 3])
+def test_cross_entropy_of_zero_terms_is_positive_zero(classes, strict):
+    """TF sums labels * (lse - z) from +0: a row whose terms are all zero is +0 whatever the
+    labels' signs (1 / loss is +inf), on the row kernel and on the unit-axis path."""
+    x = tf.placeholder(tf.float32, [None, classes])
+    lab = tf.placeholder(tf.float32, [None, classes])
+    loss = tf.nn.softmax_cross_entropy_with_logits_v2(labels=lab, logits=x)
+    feed = {x: np.zeros((2, classes), np.float32),
+            lab: np.zeros((2, classes), np.float32) - (0.5 if classes == 1 else 0.0)}
+    if classes == 3:
+        feed[lab][:, 0] = -0.0
+    r = _both(1.0 / loss, [feed])[0] if classes == 1 else _both(loss, [feed])[0]
+    if classes == 1:
+        np.testing.assert_array_equal(r, [np.inf, np.inf])
+    else:
+        assert np.all(np.signbit(r) == [False, False])
