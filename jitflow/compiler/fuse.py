@@ -818,14 +818,14 @@ class Lowerer:
             shape_part = (None, None, tuple(int(d) == 1 for d in target),
                           tuple(1 if int(d) == 1 else ("const", int(d)) for d in target), None)
             ones, dims = self._broadcast(parts + [shape_part], pos)
-            parts = [_aligned(self, op.inputs[0], parts[0], len(ones), pos)]
+            parts = [_aligned(self, op.inputs[0], parts[0], ones, pos)]
         else:
             used = set(_value_inputs(op))
             parts = [self._expr(x, shape_only=i not in used) for i, x in enumerate(op.inputs)]
             parts = [p if i in used else (Lit(0, p[1]),) + p[1:3] + (p[3], frozenset())
                      for i, p in enumerate(parts)]
             ones, dims = self._broadcast(parts, pos)
-            parts = [_aligned(self, x, p, len(ones), pos) if i in used else p
+            parts = [_aligned(self, x, p, ones, pos) if i in used else p
                      for i, (x, p) in enumerate(zip(op.inputs, parts))]
             if op.type in _INT_DIVISION and out.dtype.is_integer and 1 in used:
                 parts[1] = self._nonzero_divisor(op, pos, parts[1])
@@ -954,7 +954,7 @@ class Lowerer:
         if var_op not in self.var_classes:
             raise _Unsupported("assign to an unknown variable")
         var = self._var(var_op)
-        expr, dtype, ones, dims, reads = _aligned(self, value, self._expr(value), var.rank, pos)
+        expr, dtype, ones, dims, reads = _aligned(self, value, self._expr(value), var.ones, pos)
         if len(ones) > var.rank:
             raise _Unsupported("assign value of higher rank")
         # the value must have the variable's shape (TF1: validate_shape)
@@ -999,10 +999,28 @@ def _shift_axes(e, k: int):
     return None
 
 
-def _aligned(low: "Lowerer", t, part: tuple, rank: int, pos: int) -> tuple:
-    """Operand `part` (from `_expr(t)`) ready for a loop of `rank` axes."""
-    k = rank - len(part[2])
-    if k <= 0 or part[0] is None:
+def _position_dependent(e) -> bool:
+    """Whether `e` reads positions from the loop indices themselves (a slice's `Take`, a
+    one-hot's `Index`) rather than through loads that know which of their dims are 1."""
+    if isinstance(e, (Lit, Load)) or e is None:
+        return False
+    if isinstance(e, Apply):
+        return any(_position_dependent(a) for a in e.args)
+    return True
+
+
+def _aligned(low: "Lowerer", t, part: tuple, ones: tuple, pos: int) -> tuple:
+    """Operand `part` (from `_expr(t)`) ready for a loop over dims whose unit-ness is `ones`."""
+    k = len(ones) - len(part[2])
+    if part[0] is None:
+        return part
+    widened = any(one and not ones[j + k] for j, one in enumerate(part[2]))
+    if widened and _position_dependent(part[0]):
+        # a size-1 dim broadcast along a longer loop axis: positions computed from the loop
+        # index would walk past it; store the value (loads index a unit dim with 0)
+        v = low._value(t, pos)
+        return (Load(v),) + tuple(part[1:])
+    if k <= 0:
         return part
     e = _shift_axes(part[0], k)
     if e is None:

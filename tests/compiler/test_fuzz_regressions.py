@@ -208,3 +208,20 @@ def test_cross_entropy_of_zero_terms_is_positive_zero(classes, strict):
         np.testing.assert_array_equal(r, [np.inf, np.inf])
     else:
         assert np.all(np.signbit(r) == [False, False])
+
+
+def test_sliced_size_one_dim_broadcast_along_a_longer_axis(strict):
+    """A slice reads positions computed from the loop index; when its size-1 dim broadcasts
+    along a longer consumer axis it is stored first (it once read past its end: 0.0 where
+    TF gives the product)."""
+    c = tf.constant(np.array([-1.5, -2.0], np.float32))
+    x = tf.placeholder(tf.float32, [2])
+    m = tf.placeholder(tf.float32, [3, 2])
+    outs = [tf.slice(c, [1], [-1]) * x, c[1:] + m,
+            tf.one_hot(tf.constant([0]), 1) * m[:, :1]]
+    n0 = _fallbacks()
+    r = _both(outs, [{x: np.array([1.0, 2.0], np.float32), m: np.ones((3, 2), np.float32)}])[0]
+    np.testing.assert_array_equal(r[0], [-2.0, -4.0])
+    np.testing.assert_array_equal(r[1], np.full((3, 2), -1.0, np.float32))
+    np.testing.assert_array_equal(r[2], np.ones((3, 1), np.float32))
+    assert _fallbacks() == n0
