@@ -14,7 +14,7 @@ of B, so a program either builds and runs, or (in the error modes) fails on purp
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
@@ -790,7 +790,3 @@ def error_feed(prog: Program, vals: dict, batch: int) -> dict:
         shape = concrete(n.shape, batch + 1)
         vals[i] = np.ones(shape, n.dtype)
     return vals
-
-
-def without(prog: Program, **changes) -> Program:
-    return replace(prog, **changes)

@@ -25,7 +25,7 @@ from typing import Optional
 
 import numpy as np
 
-from fuzz.generator import FLOATS, Node, Program, build, error_feed, feed_values
+from fuzz.generator import Node, Program, build, error_feed, feed_values
 
 _RTOL = {"float32": 2e-5, "float64": 1e-12}
 _EPS = {"float32": float(np.finfo(np.float32).eps), "float64": float(np.finfo(np.float64).eps)}
@@ -393,10 +393,6 @@ def shrink(prog: Program, still_fails, budget: int = 200) -> Program:
             if tries >= budget:
                 break
     return prog
-
-
-def float_nodes(prog: Program) -> int:
-    return sum(1 for n in prog.nodes if n.dtype in FLOATS)
 
 
 def _short(msg: str, lines: int = 12) -> str:
