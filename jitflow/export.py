@@ -685,6 +685,7 @@ def _inline_vecmath(source: str) -> str:
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         helpers = "\n".join(helpers.splitlines()[body[0].end_lineno:])
     helpers = re.sub(r"^from __future__ import annotations\n", "", helpers, flags=re.M)
+    helpers = _without_cache_token(helpers)
     kernel = _VM_IMPORT.sub("", source)
     for alias in filter(None, aliases):
         kernel = re.sub(rf"\b{alias}\.", "", kernel)
@@ -698,6 +699,21 @@ def _inline_vecmath(source: str) -> str:
     return ("# ---- vectorizable math helpers (a copy of jitflow.compiler.vecmath) ------------"
             "----\n" + helpers.strip() + "\n\n\n# ---- kernels ----------------------------"
             "------------------------------------------------\n" + kernel)
+
+
+def _without_cache_token(helpers: str) -> str:
+    """The helpers' text without `CACHE_TOKEN` and `_hash_self` (which reads the module's own
+    file: an export reads its files once, verified, and needs no cache key)."""
+    import ast
+    drop = set()
+    for node in ast.parse(helpers).body:
+        named = (isinstance(node, ast.FunctionDef) and node.name == "_hash_self"
+                 or isinstance(node, ast.Assign) and any(
+                     isinstance(t, ast.Name) and t.id == "CACHE_TOKEN" for t in node.targets))
+        if named:
+            drop.update(range(node.lineno - 1, node.end_lineno))
+    lines = helpers.splitlines()
+    return "\n".join(line for i, line in enumerate(lines) if i not in drop) + "\n"
 
 
 def _top_level_names(source: str) -> set:

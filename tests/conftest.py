@@ -5,6 +5,9 @@ import os
 
 import pytest
 
+# runs wait for their kernels (tests count compilations and compare backends run by run);
+# tests of the background compiler set JITFLOW_COMPILE themselves
+os.environ.setdefault("JITFLOW_COMPILE", "sync")
 os.environ.setdefault("JITFLOW_CACHE_DIR", os.path.join(os.path.dirname(__file__), "..",
                                                          ".cache", "jitflow-tests"))
 

@@ -69,11 +69,12 @@ class _Loaded:
     its compile results, which hold the function and so its globals; a dispatcher named in its
     own globals could therefore never be freed."""
 
-    __slots__ = ("kernel", "module")
+    __slots__ = ("kernel", "module", "from_disk")
 
     def __init__(self, kernel, module: types.ModuleType) -> None:
         self.kernel = kernel
         self.module = module
+        self.from_disk = False   # its file was already on disk: Numba's cache likely has it
 
 
 def disk_enabled() -> bool:
@@ -185,7 +186,8 @@ def _load_from_disk(key: str, source: str) -> Optional[_Loaded]:
         if why is not None:
             _refuse(d, why)
             return None
-        if not _file_matches(path, text):
+        known = _file_matches(path, text)
+        if not known:
             _write_atomically(d, path, text)
         else:
             STATS["disk_loads"] += 1
@@ -204,6 +206,7 @@ def _load_from_disk(key: str, source: str) -> Optional[_Loaded]:
                 del sys.modules[name]
             raise
         loaded = _take_kernel(mod)
+        loaded.from_disk = known
         _guard_numba_cache(loaded.kernel)
         weakref.finalize(loaded.kernel, _forget_module, name, mod)
         return loaded

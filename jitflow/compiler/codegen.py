@@ -476,15 +476,20 @@ def generate_function(kernel: Kernel, name: str, vecmath: dict | None = None) ->
         for k, one in enumerate(v.ones):
             if not one:
                 w.emit(1, f"e{v.slot}_{k} = {v.name}.shape[{k}]")
+    # the dimension checks are one test and one raise (each branch costs Numba compile time);
+    # the error names the first check's op: the caller reruns the step on the interpreter,
+    # which reports the exact op and shapes
+    dims = [c for c in kernel.checks if not isinstance(c, (NonZeroCheck, RangeCheck))]
+    if dims:
+        cond = " | ".join(f"({_dim(c.a)} != {_dim(c.b)})" for c in dims)
+        w.emit(1, f"if {cond}:", dims[0].op)
+        w.emit(2, f"raise ValueError(\"{ERROR_PREFIX}{dims[0].op}:{dims[0].what}\")",
+               dims[0].op)
     for c in kernel.checks:
         if isinstance(c, NonZeroCheck):
             w.nonzero(c, 1)
-            continue
-        if isinstance(c, RangeCheck):
+        elif isinstance(c, RangeCheck):
             w.element_check(c.value, f"q < 0 or q >= {_dim(c.dim)}", 1, c.op, c.what)
-            continue
-        w.emit(1, f"if {_dim(c.a)} != {_dim(c.b)}:", c.op)
-        w.emit(2, f"raise ValueError(\"{ERROR_PREFIX}{c.op}:{c.what}\")", c.op)
     for s in kernel.stmts:
         if isinstance(s, Loop):
             w.loop(s, 1)

@@ -33,8 +33,10 @@ from typing import Optional
 
 import numpy as np
 
+from jitflow.compiler import background as _bg
 from jitflow.compiler import cache as _cache
 from jitflow.compiler import fuse as _fuse
+from jitflow.compiler import partition as _partition
 from jitflow.compiler import runtime_shapes as _rs
 from jitflow.compiler.codegen import ERROR_PREFIX, generate_function
 from jitflow.compiler.plan import Plan
@@ -104,7 +106,7 @@ class _Segment:
 
 class _Compiled:
     __slots__ = ("fn", "kernel", "consts", "tagged", "source", "out_conv", "names", "var_order",
-                 "called", "broken")
+                 "called", "broken", "ready", "error", "from_disk")
 
     def __init__(self, fn, kernel, consts, tagged, source, names) -> None:
         self.fn = fn
@@ -115,6 +117,9 @@ class _Compiled:
         self.names = names
         self.called = False
         self.broken = False   # Numba could not compile or run it: this class uses references
+        self.ready = True     # False while the background compiler works on it
+        self.error = None     # why a background compile failed (raised under JITFLOW_STRICT)
+        self.from_disk = False
         # rank-0 results come back as Python scalars: give them their numpy type
         conv = []
         for r in kernel.results:
@@ -175,6 +180,7 @@ def compile_segment(seg: _Segment, in_arrays, var_arrays, reason: str) -> _Compi
              "variables": [seg.var_ops[i].name for i in order],
              "results": [t.name for t in seg.out_tensors]}
     c = _Compiled(fn, kernel, const_vals, tagged, module_source(tagged, vm_import), names)
+    c.from_disk = mod.from_disk
     # None: the kernel takes the variables in the segment's order (the common case)
     c.var_order = None if order == list(range(len(seg.var_ops))) else order
     return c
@@ -219,6 +225,35 @@ def _call(c: _Compiled, ins: list, vars_: list, seg: _Segment):
 
 
 _REFERENCES = "references"   # seg.compiled value: this class runs through the references
+
+
+def _compile_job(c: "_Compiled", sig: tuple, seg: "_Segment") -> None:
+    """Background compile of one kernel (runs on the compiler thread)."""
+    t0 = time.perf_counter()
+    try:
+        h0 = _cache_hits(c.fn)
+        c.fn.compile(sig)
+        if _cache_hits(c.fn) > h0:
+            STATS["numba_cache_hits"] += 1
+        else:
+            STATS["compiles"] += 1
+        if debug_level() >= 1:
+            _debug(f"kernel of {len(seg.ops)} ops ready after {time.perf_counter() - t0:.2f} s "
+                   "in the background: runs switch to native code")
+    except Exception as e:  # noqa: BLE001
+        text = str(e).strip()
+        first = text.splitlines()[-1] if text else type(e).__name__
+        c.error = f"Numba could not compile it: {first[:200]}"
+        c.broken = True
+        if not strict():
+            _fallback_warning(seg, c.error, bug=True)
+    finally:
+        c.ready = True
+
+
+def _raise_background_error(c) -> None:
+    if isinstance(c, _Compiled) and c.error is not None and strict():
+        raise CodegenError(c.error, None)
 
 
 class _UseReferences(Exception):
@@ -298,12 +333,13 @@ def _cache_hits(fn) -> int:
 class Executable:
     """Runs one plan: a single native call when it can, else a driver around native segments."""
 
-    def __init__(self, plan: Plan, backend: "NumbaBackend") -> None:
+    def __init__(self, plan: Plan, backend: "NumbaBackend", whole: bool = False) -> None:
         self.plan = plan
         self.backend = backend
         self._interp = None
         self.debug = debug_level()
         self._fast = None
+        self.whole = whole   # never split runs of compilable ops (export: one module)
         self.pre, self.steps = self._split(plan)
         self._setup()
         if self.debug >= 3:
@@ -385,24 +421,24 @@ class Executable:
             steps.append(cur)
         flat: list = []
         for s in steps:
-            if isinstance(s, list) and len(s) > _fuse.MAX_KERNEL_OPS:
-                msg = (f"jitflow: a run of {len(s)} ops is too large to compile into one kernel; "
-                       "it runs through the NumPy references")
-                warnings.warn(msg, RuntimeWarning, stacklevel=5)
-                flat.extend(s)
-            else:
-                flat.append(s)
+            # long runs become several kernels, cut where repeated structure repeats
+            flat.extend(_partition.split(s) if isinstance(s, list) and not self.whole
+                        else [s])
         steps = flat
+        # the step owning each tensor (repeated constants are owned by their first chunk)
         produced_at: dict = {op.outputs[0]: -1 for op in pre}
         for i, s in enumerate(steps):
             for op in (s if isinstance(s, list) else [s]):
                 for t in op.outputs:
                     if t not in fed:
                         produced_at.setdefault(t, i)
+        local_sets = [set(s) if isinstance(s, list) else {s} for s in steps]
         needed_after: dict = {}  # tensor -> last step index needing it (len(steps): fetched)
         for i, s in enumerate(steps):
             for op in (s if isinstance(s, list) else [s]):
                 for t in op.inputs:
+                    if t.op in local_sets[i] and t not in fed:
+                        continue
                     needed_after[t] = max(needed_after.get(t, -1), i)
         for t in plan.fetches:
             needed_after[t] = len(steps)
@@ -412,6 +448,7 @@ class Executable:
                 out.append(s)
                 continue
             ins, outs, var_ops = [], [], []
+            local = local_sets[i]
             for op in s:
                 for t in op.inputs:
                     src = t.op
@@ -419,7 +456,7 @@ class Executable:
                         if src not in var_ops:
                             var_ops.append(src)
                         continue
-                    if (t in fed or produced_at.get(t, i) != i) and t not in ins:
+                    if (t in fed or src not in local) and t not in ins:
                         ins.append(t)
                 if op.type == "VariableV2" and op not in var_ops:
                     var_ops.append(op)
@@ -479,7 +516,8 @@ class Executable:
             if len(self.exact) >= _MAX_EXACT:
                 self.exact.clear()   # many distinct sizes: refilling is one dict lookup each
             self.exact[key] = c
-        if c is _REFERENCES or c.broken:
+        if c is _REFERENCES or c.broken or not c.ready:
+            _raise_background_error(c)
             raise _UseReferences()
         if self.debug >= 2:
             t0 = time.perf_counter()
@@ -538,9 +576,30 @@ class Executable:
                     raise
                 _fallback_warning(seg, str(e.args[0]), bug=True)
                 c = _REFERENCES
+            if isinstance(c, _Compiled) and _bg.mode() == "background" and not c.from_disk:
+                self._compile_later(c, seg, ins, bufs)
             seg.compiled[ckey] = c
             seg.last_key = ckey
         return c
+
+    def _compile_later(self, c: _Compiled, seg: _Segment, ins, bufs) -> None:
+        """Have the background compiler build `c` for these argument types unless it is
+        already built (the same kernel compiled for another graph or an earlier run)."""
+        from numba import typeof
+        args = list(ins) + [v for _, v in c.consts]
+        order = c.var_order
+        vs = list(bufs) if order is None else [bufs[i] for i in order]
+        try:
+            sig = (typeof(tuple(args)), typeof(tuple(vs)))
+        except Exception:  # noqa: BLE001  (an argument Numba cannot type: compile on the call)
+            return
+        if sig in c.fn.overloads:
+            return
+        c.ready = False
+        if self.debug >= 1:
+            _debug(f"compiling {len(seg.ops)} ops in the background; runs use the references "
+                   "until it is ready")
+        _bg.submit(lambda: _compile_job(c, sig, seg))
 
     def _call_checked(self, c: _Compiled, ins, bufs, seg: _Segment):
         """`_call`, turning a kernel Numba cannot compile or run into `_UseReferences`."""
@@ -577,7 +636,8 @@ class Executable:
                         bufs.append(b)
                     c = self._compiled_for(step, ins, bufs)
                     try:
-                        if c is _REFERENCES or c.broken:
+                        if c is _REFERENCES or c.broken or not c.ready:
+                            _raise_background_error(c)
                             raise _UseReferences()
                         out = self._call_checked(c, ins, bufs, step)
                     except _UseReferences:
@@ -958,6 +1018,8 @@ def export_source(session, fetches, feed_list=(), feed_values: Optional[list] = 
     runner = session.make_callable(fetches, feed_list)
     spec = runner.spec
     ex = spec.executable
+    if isinstance(ex, Executable) and not ex.single:
+        ex = Executable(ex.plan, ex.backend, whole=True)   # one module, however long
     if not isinstance(ex, Executable) or not ex.single or ex.pre:
         raise NotImplementedError("export needs a plan where every op has a code generator "
                                   "and no random op")

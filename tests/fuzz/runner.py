@@ -410,6 +410,7 @@ _TF = None
 def worker_init(tf_flag: bool) -> None:
     os.environ["JITFLOW_POISON"] = "1"
     os.environ["JITFLOW_STRICT"] = "1"
+    os.environ["JITFLOW_COMPILE"] = "sync"
     global _TF
     _TF = None
     if tf_flag:

@@ -1,0 +1,76 @@
+"""Compiling kernels off the run path: one worker thread, so runs never wait for Numba.
+
+`JITFLOW_COMPILE` picks the mode:
+- `background` (the default): a kernel that is neither in memory nor in the disk cache is
+  compiled by the worker; until it is ready, the ops it would run go through their NumPy
+  references (the interpreter tier), and the next run after it is ready uses native code.
+- `sync`: a run compiles what it needs and waits (deterministic: tests, benchmarks, export).
+
+Results do not depend on the mode beyond float rounding (the compiled code and the references
+agree within it; the fuzzer checks both). A thread and not a helper process: measured on 2
+cores, compiling in the thread slows interpreter runs on the main thread through the GIL
+(Numba's typing is Python), but the kernel is in this process as soon as it is compiled, with
+no second Numba start-up (about 1 s) and no second copy of the machine code.
+"""
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+from typing import Callable
+
+__all__ = ["mode", "submit", "wait_idle", "pending"]
+
+_QUEUE: "queue.Queue" = queue.Queue()
+_LOCK = threading.Lock()
+_STATE = {"thread": None, "pending": 0}
+_IDLE = threading.Condition(_LOCK)
+
+
+def mode() -> str:
+    """"sync" or "background" (JITFLOW_COMPILE; anything else means background)."""
+    return "sync" if os.environ.get("JITFLOW_COMPILE", "").strip().lower() == "sync" \
+        else "background"
+
+
+def submit(job: Callable[[], None]) -> None:
+    """Run `job()` on the worker thread (started on first use). Jobs run one at a time, in
+    submission order; a job reports its own errors."""
+    with _LOCK:
+        _STATE["pending"] += 1
+        if _STATE["thread"] is None or not _STATE["thread"].is_alive():
+            t = threading.Thread(target=_worker, name="jitflow-compiler", daemon=True)
+            _STATE["thread"] = t
+            t.start()
+    _QUEUE.put(job)
+
+
+def pending() -> int:
+    """Jobs submitted and not finished."""
+    return _STATE["pending"]
+
+
+def wait_idle(timeout: float = None) -> bool:
+    """Block until every submitted job has finished (True), or `timeout` seconds passed."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    with _IDLE:
+        while _STATE["pending"]:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            _IDLE.wait(left)
+    return True
+
+
+def _worker() -> None:
+    while True:
+        job = _QUEUE.get()
+        try:
+            job()
+        except BaseException:  # noqa: BLE001  (a job reports its own errors; keep serving)
+            pass
+        finally:
+            with _IDLE:
+                _STATE["pending"] -= 1
+                _IDLE.notify_all()

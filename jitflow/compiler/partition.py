@@ -1,0 +1,104 @@
+"""Splitting a long run of compilable ops into kernels of a size Numba compiles quickly.
+
+Why: Numba's compile time per function grows faster than its length (its SSA and dataflow
+passes walk every variable across every block, and LLVM optimises the whole function at
+once): one 240-op forward graph took 22 s as one function and 16 s as kernels of at most 48
+ops. Split, the cost is linear in the graph, and nothing is too large to compile.
+
+Where to cut is decided by content, not by position (content-defined chunking): every op gets
+a token from its type, dtypes and how its inputs are wired (the distance back to each nearby
+input's producer, never names), a hash over the tokens of the last few ops is computed at
+every position, and each kernel ends where that hash is smallest within the range of allowed
+lengths (see `cut_points`). Repeated structure is therefore cut at the same place in every
+repetition: the steps of an unrolled RNN, the per-variable updates of an optimizer, or the
+same layers in a training and an evaluation plan become kernels with identical source, which
+the kernel cache compiles once (it keys kernels by their source, see cache.py). No kernel is
+longer than `window` ops.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+
+__all__ = ["split", "SPLIT_ABOVE", "WINDOW"]
+
+SPLIT_ABOVE = int(os.environ.get("JITFLOW_SPLIT_ABOVE", 96))  # runs this long stay one kernel
+WINDOW = int(os.environ.get("JITFLOW_KERNEL_OPS", 48))        # longest kernel of a split run
+_CONTEXT = 3        # tokens hashed together at each position
+_NEAR = 8           # inputs from further back count as "from outside" in a token
+
+
+def _token(op, pos: int, where: dict) -> str:
+    wires = []
+    for t in op.inputs:
+        p = where.get(t.op)
+        near = p is not None and pos - p <= _NEAR
+        wires.append(f"{pos - p}.{t.value_index}" if near else "x")
+    outs = ",".join(t.dtype.name for t in op.outputs)
+    return f"{op.type}({';'.join(wires)})->{outs}"
+
+
+def _hashes(ops) -> list:
+    where = {op: i for i, op in enumerate(ops)}
+    tokens = [_token(op, i, where) for i, op in enumerate(ops)]
+    out = []
+    for i in range(len(ops)):
+        text = "|".join(tokens[max(0, i - _CONTEXT + 1):i + 1])
+        out.append(int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(),
+                                  "little"))
+    return out
+
+
+def cut_points(ops, window: int) -> list:
+    """Positions after which `ops` is cut.
+
+    Each chunk ends at the rightmost position holding the smallest hash among the positions
+    that give it between window/2 and window ops. In a stretch that repeats with a period of
+    at most window/2, that is the same phase of the repetition every time, so the chunks
+    there all have the same length and the same content."""
+    h = _hashes(ops)
+    n = len(h)
+    cuts = []
+    start = 0
+    lo = max(1, window // 2)
+    while n - start > window:
+        best = start + lo - 1
+        for i in range(best, start + window):
+            if h[i] <= h[best]:
+                best = i
+        cuts.append(best)
+        start = best + 1
+    return cuts
+
+
+def split(ops: list, above: int = None, window: int = None) -> list:
+    """`ops` as one list when it has at most `above` ops, else as chunks cut by content.
+
+    Constants used by a chunk but produced in an earlier one are repeated in the chunk, so a
+    kernel sees its scalar constants as literals wherever they were created."""
+    above = SPLIT_ABOVE if above is None else above
+    window = WINDOW if window is None else window
+    if len(ops) <= above:
+        return [ops]
+    chunks, start = [], 0
+    for c in cut_points(ops, window):
+        chunks.append(ops[start:c + 1])
+        start = c + 1
+    if start < len(ops):
+        chunks.append(ops[start:])
+    owner = {}
+    for k, chunk in enumerate(chunks):
+        for op in chunk:
+            owner[op] = k
+    out = []
+    for k, chunk in enumerate(chunks):
+        local = set(chunk)
+        extra = []
+        for op in chunk:
+            for t in op.inputs:
+                src = t.op
+                if (src.type == "Const" and src not in local and owner.get(src, k) < k
+                        and src not in extra):
+                    extra.append(src)
+        out.append(extra + chunk)
+    return out

@@ -1,0 +1,210 @@
+"""The unit of compilation: long plans are split into kernels cut by content (partition.py), so
+repeated structure compiles once and nothing is too large to compile; the background compiler
+(background.py) lets runs proceed on the references until kernels are ready, with the same
+answers as waiting for them."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import jitflow as tf
+from helpers import assert_same_result
+from jitflow.compiler import background, partition
+from jitflow.compiler.cpu import Executable, _Compiled, _Segment
+
+
+class _Op:
+    """Just enough of an Operation for the partitioner."""
+
+    class _T:
+        def __init__(self, op, i=0):
+            self.op, self.value_index = op, i
+            self.dtype = type("D", (), {"name": "float32"})()
+
+    def __init__(self, type_, inputs=()):
+        self.type = type_
+        self.inputs = [self._T(src) for src in inputs]
+        self.outputs = [self._T(self)]
+
+
+def _periodic(n_periods: int, prelude: int = 5) -> list:
+    ops = [_Op("Placeholder")]
+    for _ in range(prelude):
+        ops.append(_Op("Exp", [ops[-1]]))
+    for _ in range(n_periods):
+        a = _Op("MatMul", [ops[-1], ops[0]])
+        b = _Op("Add", [a, ops[-1]])
+        ops += [a, b, _Op("Tanh", [b])]
+    return ops
+
+
+def _shape(chunk) -> tuple:
+    return tuple(op.type for op in chunk)
+
+
+def test_short_runs_stay_one_kernel():
+    ops = _periodic(10)
+    assert partition.split(ops, above=len(ops)) == [ops]
+
+
+def test_repeated_structure_is_cut_into_identical_chunks_no_longer_than_the_window():
+    ops = _periodic(200)
+    chunks = partition.split(ops, above=10, window=24)
+    assert [op for c in chunks for op in c] == ops   # no Const here: nothing repeated
+    assert all(len(c) <= 24 for c in chunks)
+    middle = {_shape(c) for c in chunks[1:-1]}
+    assert len(middle) == 1, middle    # every chunk but the first and last is the same
+
+
+def test_cuts_do_not_depend_on_what_comes_long_before():
+    a = _periodic(100, prelude=3)
+    b = _periodic(100, prelude=11)
+    sa = {_shape(c) for c in partition.split(a, above=10, window=24)[1:-1]}
+    sb = {_shape(c) for c in partition.split(b, above=10, window=24)[1:-1]}
+    assert sa == sb
+
+
+def _kernels(sess) -> list:
+    """(segments, distinct compiled kernels) of every executable of `sess`."""
+    segs, fns = 0, set()
+    for spec in sess._specs.values():
+        ex = spec.executable
+        if not isinstance(ex, Executable):
+            continue
+        for s in ex.steps:
+            if isinstance(s, _Segment):
+                segs += 1
+                fns.update(id(c.fn) for c in s.compiled.values() if isinstance(c, _Compiled))
+    return segs, fns
+
+
+def _rnn(steps: int, train: bool = False):
+    rng = np.random.default_rng(0)
+    x = tf.placeholder(tf.float32, [None, steps, 4])
+    wx = tf.Variable(rng.standard_normal((4, 8)).astype(np.float32) * 0.3)
+    wh = tf.Variable(rng.standard_normal((8, 8)).astype(np.float32) * 0.3)
+    h = tf.zeros([tf.shape(x)[0], 8])
+    for x_t in tf.unstack(x, axis=1):
+        h = tf.tanh(tf.matmul(x_t, wx) + tf.matmul(h, wh))
+    loss = tf.reduce_mean(tf.square(h))
+    fetch = [loss, tf.train.GradientDescentOptimizer(0.1).minimize(loss)] if train else loss
+    feed = {x: rng.standard_normal((3, steps, 4)).astype(np.float32)}
+    return fetch, feed
+
+
+def _distinct_kernels(steps: int, train: bool) -> tuple:
+    tf.reset_default_graph()
+    fetch, feed = _rnn(steps, train)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        out = sess.run(fetch, feed)
+        segs, fns = _kernels(sess)
+    with tf.Session(backend="interpreter") as sess:
+        sess.run(tf.global_variables_initializer())
+        want = sess.run(fetch, feed)
+    assert_same_result(out, want, 1e-5, 1e-5)
+    return segs, len(fns)
+
+
+@pytest.fixture
+def small_kernels(monkeypatch):
+    """Split runs longer than 16 ops into kernels of at most 16 (quick to compile)."""
+    monkeypatch.setattr(partition, "SPLIT_ABOVE", 16)
+    monkeypatch.setattr(partition, "WINDOW", 16)
+
+
+@pytest.mark.parametrize("train", [False, True], ids=["forward", "train"])
+def test_unrolled_rnn_compiles_its_repeated_kernels_once(train, small_kernels):
+    sizes = {}
+    for steps in (24, 48, 96):
+        sizes[steps] = _distinct_kernels(steps, train)
+    (s40, _), (s80, k80), (s160, k160) = sizes[24], sizes[48], sizes[96]
+    # twice the steps: more kernels run, but once the repetition is long enough only
+    # the chunks where it starts and ends are distinct: the repeated middle compiles once
+    assert s160 > s80 + 8 and s80 > s40, sizes
+    assert k160 == k80, sizes
+    assert k160 < s160 / 2, sizes
+
+
+def test_training_and_evaluation_share_kernels(small_kernels):
+    rng = np.random.default_rng(1)
+    x = tf.placeholder(tf.float32, [None, 16])
+    h = x
+    for k in range(24):
+        w = tf.Variable(rng.standard_normal((16, 16)).astype(np.float32) * 0.25, name=f"w{k}")
+        h = tf.tanh(tf.matmul(h, w))
+    loss = tf.reduce_mean(tf.square(h))
+    train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+    feed = {x: rng.standard_normal((5, 16)).astype(np.float32)}
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(loss, feed)
+        segs_eval, eval_fns = _kernels(sess)
+        sess.run(train, feed)
+        segs_all, all_fns = _kernels(sess)
+    # the training signature reuses kernels the evaluation one built: fewer new kernels than
+    # the training plan has segments
+    segs_train = segs_all - segs_eval
+    new = len(all_fns - eval_fns)
+    assert eval_fns and new < segs_train, (len(eval_fns), new, segs_train)
+
+
+def test_five_thousand_ops_compile_without_falling_back():
+    x = tf.placeholder(tf.float64, [None, 3])
+    y = x
+    for _ in range(1250):
+        y = tf.tanh(y * 0.5 + 0.25) - 0.125 * y
+    feed = {x: np.linspace(-1, 1, 6).reshape(2, 3)}
+    assert len(tf.get_default_graph().get_operations()) >= 5000
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with tf.Session() as sess:
+            out = sess.run(y, feed)
+            segs, fns = _kernels(sess)
+    with tf.Session(backend="interpreter") as sess:
+        want = sess.run(y, feed)
+    np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-12)
+    assert segs >= 5000 // partition.WINDOW and 1 <= len(fns) <= 4
+
+
+def test_background_mode_gives_the_answers_of_sync_mode(monkeypatch):
+    monkeypatch.setenv("JITFLOW_COMPILE", "background")
+    fetch, feed = _rnn(12, train=True)
+    init = tf.global_variables_initializer()
+    results = {}
+    for mode in ("background", "sync"):
+        monkeypatch.setenv("JITFLOW_COMPILE", mode)
+        with tf.Session() as sess:
+            sess.run(init)
+            runs = [sess.run(fetch, feed)[0] for _ in range(3)]
+            assert background.wait_idle(600)
+            runs += [sess.run(fetch, feed)[0] for _ in range(3)]
+            native = all(c.ready and c.called for spec in sess._specs.values()
+                         if isinstance(spec.executable, Executable)
+                         for s in spec.executable.steps if isinstance(s, _Segment)
+                         for c in s.compiled.values())
+        results[mode] = (runs, native)
+    assert results["background"][1] and results["sync"][1]
+    np.testing.assert_allclose(results["background"][0], results["sync"][0], rtol=1e-5)
+
+
+def test_background_mode_answers_before_its_kernel_is_compiled(monkeypatch):
+    monkeypatch.setenv("JITFLOW_COMPILE", "background")
+    x = tf.placeholder(tf.float32, [None])
+    y = tf.reduce_sum(tf.exp(x * 0.37) - 0.91 * x)   # a kernel no other test compiles
+    gate = __import__("threading").Event()
+    background.submit(gate.wait)                      # hold the compiler thread
+    try:
+        with tf.Session() as sess:
+            first = sess.run(y, {x: np.arange(4, dtype=np.float32)})
+            seg = next(iter(sess._specs.values())).executable.steps[0]
+            waiting = [c for c in seg.compiled.values() if not c.ready]
+    finally:
+        gate.set()
+    assert waiting, "the kernel was compiled on the run path"
+    want = np.sum(np.exp(np.arange(4) * 0.37) - 0.91 * np.arange(4))
+    np.testing.assert_allclose(first, want, rtol=1e-6)
+    assert background.wait_idle(600)
+    assert all(c.ready for c in waiting)
