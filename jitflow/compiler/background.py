@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import queue
+import sys
 import threading
 import time
 from typing import Callable
@@ -24,8 +25,9 @@ __all__ = ["mode", "submit", "wait_idle", "pending"]
 
 _QUEUE: "queue.Queue" = queue.Queue()
 _LOCK = threading.Lock()
-_STATE = {"thread": None, "pending": 0}
+_STATE = {"thread": None, "pending": 0, "interval": None}
 _IDLE = threading.Condition(_LOCK)
+SWITCH_INTERVAL = 1e-4   # seconds: sys.setswitchinterval while the compiler thread works
 
 
 def mode() -> str:
@@ -66,6 +68,14 @@ def wait_idle(timeout: float = None) -> bool:
 def _worker() -> None:
     while True:
         job = _QUEUE.get()
+        # Numba's lowering calls into LLVM thousands of times per kernel, each call dropping
+        # the GIL; getting it back waits for the main thread's switch interval (5 ms by
+        # default), which made a kernel compile 10x slower beside a busy main thread. A short
+        # interval while jobs are pending keeps that wait small.
+        with _LOCK:
+            if _STATE["interval"] is None:
+                _STATE["interval"] = sys.getswitchinterval()
+                sys.setswitchinterval(min(_STATE["interval"], SWITCH_INTERVAL))
         try:
             job()
         except BaseException:  # noqa: BLE001  (a job reports its own errors; keep serving)
@@ -73,4 +83,7 @@ def _worker() -> None:
         finally:
             with _IDLE:
                 _STATE["pending"] -= 1
+                if not _STATE["pending"] and _STATE["interval"] is not None:
+                    sys.setswitchinterval(_STATE["interval"])
+                    _STATE["interval"] = None
                 _IDLE.notify_all()

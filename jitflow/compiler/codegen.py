@@ -406,7 +406,12 @@ class _Writer:
                 self.emit(depth, f"f_{out.name} = {out.name}.reshape({out.name}.size)", op)
                 self.emit(depth, f"o{out.name} = 0", op)
             idx_k, d2 = self.open_loops(s.dims, s.ones, depth, op, skip=axes)
-            self.emit(d2, f"{acc} = {init}", op)
+            if _exact_constant(s.expr, how):
+                # the sum of a constant (a gradient's count of elements): c * count, exact
+                self.emit(d2, f"{acc} = {_lit(s.expr.value, accdt)} * ({cnt})", op)
+                red = []
+            else:
+                self.emit(d2, f"{acc} = {init}", op)
             if arg:
                 self.emit(d2, "ix = 0", op)
             idx = list(idx_k)
@@ -434,7 +439,7 @@ class _Writer:
                 val = self.expr(s.expr, idx, False, d3 + 1)
                 combine(acc, val, d3 + 1)
                 self.emit(d2, f"{acc} = ({acc} + {acc}_1) + ({acc}_2 + {acc}_3)", op)
-            else:
+            elif red or not _exact_constant(s.expr, how):
                 val = self.expr(s.expr, idx, False, d3)
                 combine(acc, val, d3)
             if out.rank > 0:
@@ -457,6 +462,15 @@ class _Writer:
         self.emit(depth, f"f_{acc} = {acc}.reshape({acc}.size)", op)
         self.emit(depth, f"for j in range({out.name}.size):", op)
         self.emit(depth + 1, f"f_{out.name}[j] = {finish(f'f_{acc}[j]')}", op)
+
+
+def _exact_constant(e, how: str) -> bool:
+    """A sum or mean of the literal `e`, whose sum is exact in the accumulator (a small
+    integer value): computed as value * count instead of by a loop."""
+    if how not in ("sum", "mean") or not isinstance(e, Lit) or e.dtype == "bool":
+        return False
+    v = float(e.value)
+    return v.is_integer() and abs(v) <= 2 ** 20
 
 
 def generate_function(kernel: Kernel, name: str, vecmath: dict | None = None) -> str:

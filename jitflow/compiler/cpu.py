@@ -29,6 +29,7 @@ import re
 import sys
 import time
 import warnings
+import weakref
 from typing import Optional
 
 import numpy as np
@@ -49,6 +50,7 @@ _MAX_EXACT = 256   # exact input shapes remembered per executable (each maps to 
 _DECORATOR = ('@numba.njit(cache={cache}, error_model="numpy", fastmath={"contract"}, '
               'nogil=True)')
 _TAG = re.compile(r"  # [^\n]*$", re.M)
+_GUARDED: list = []   # [True] once the vecmath helpers' Numba caches are guarded
 
 
 def debug_level() -> int:
@@ -63,22 +65,23 @@ def _debug(msg: str) -> None:
 
 
 def _vecmath_table() -> tuple:
-    """(helper table {(fn, dtype): name}, import line) from jitflow.compiler.vecmath, if any."""
-    try:
+    """(helper table {(fn, dtype): name}, import line) for jitflow.compiler.vecmath's helpers.
+    Imports no Numba (see vecmath_names.py)."""
+    from jitflow.compiler import vecmath_names as vn
+    if vn.use_libm():
+        return {}, ""
+    names = {key: f"_vm.{name}" for key, name in vn.HELPERS.items()}
+    return names, (f"# vecmath {vn.cache_token()}\n"
+                   "from jitflow.compiler import vecmath as _vm\n")
+
+
+def _guard_vecmath_caches() -> None:
+    """Let Numba read only private cache files for the math helpers (once per process)."""
+    if not _GUARDED:
+        _GUARDED.append(True)
         from jitflow.compiler import vecmath
-    except ImportError:
-        return {}, ""
-    table = getattr(vecmath, "HELPERS", None) or getattr(vecmath, "TABLE", None)
-    use_libm = getattr(vecmath, "use_libm", None)
-    if not isinstance(table, dict) or (callable(use_libm) and use_libm()):
-        return {}, ""
-    names = {}
-    for (fn, dt), helper in table.items():
-        hname = helper if isinstance(helper, str) else getattr(helper, "__name__", None)
-        if hname:
-            names[(fn, dt)] = f"_vm.{hname}"
-    token = getattr(vecmath, "CACHE_TOKEN", "")
-    return names, f"# vecmath {token}\nfrom jitflow.compiler import vecmath as _vm\n"
+        for fn in getattr(vecmath, "FUNCS", {}).values():
+            _cache._guard_numba_cache(fn)
 
 
 def module_source(fn_source: str, vm_import: str) -> str:
@@ -92,7 +95,7 @@ class _Segment:
     """A run of ops compiled together; compiled lazily per input shape class."""
 
     __slots__ = ("ops", "in_tensors", "out_tensors", "var_ops", "compiled", "last_key",
-                 "first")
+                 "first", "__weakref__")
 
     def __init__(self, ops, in_tensors, out_tensors, var_ops) -> None:
         self.ops = ops
@@ -106,7 +109,8 @@ class _Segment:
 
 class _Compiled:
     __slots__ = ("fn", "kernel", "consts", "tagged", "source", "out_conv", "names", "var_order",
-                 "called", "broken", "ready", "error", "from_disk")
+                 "called", "broken", "ready", "error", "from_disk", "cache_source",
+                 "__weakref__")
 
     def __init__(self, fn, kernel, consts, tagged, source, names) -> None:
         self.fn = fn
@@ -147,8 +151,9 @@ def _describe_change(names, old, new) -> str:
     return "new input classes"
 
 
-def compile_segment(seg: _Segment, in_arrays, var_arrays, reason: str) -> _Compiled:
-    """Lower, generate and load one segment for the classes of the given arrays."""
+def generate_segment(seg: _Segment, in_arrays, var_arrays, reason: str) -> _Compiled:
+    """Lower and generate one segment for the classes of the given arrays (no Numba: the
+    result's `fn` is None until `load_compiled`)."""
     cls_in = [(t, _fuse.VClass(a.dtype.name, tuple(d == 1 for d in a.shape)))
               for t, a in zip(seg.in_tensors, in_arrays)]
     var_cls = {v: _fuse.class_of(a) for v, a in zip(seg.var_ops, var_arrays)}
@@ -172,17 +177,30 @@ def compile_segment(seg: _Segment, in_arrays, var_arrays, reason: str) -> _Compi
         _debug(f"compile {len(seg.ops)} ops: {reason}")
     if lvl >= 4:
         _debug("generated source:\n" + tagged)
-    mod = _cache.load_module(source)
-    fn = mod.kernel
     const_vals = [(slot, _contig(op.attrs["value"])) for slot, op in consts]
     names = {"inputs": [("feed", t.name) for t in seg.in_tensors]
              + [("const", op.name) for _, op in consts],
              "variables": [seg.var_ops[i].name for i in order],
              "results": [t.name for t in seg.out_tensors]}
-    c = _Compiled(fn, kernel, const_vals, tagged, module_source(tagged, vm_import), names)
-    c.from_disk = mod.from_disk
+    c = _Compiled(None, kernel, const_vals, tagged, module_source(tagged, vm_import), names)
+    c.cache_source = source
     # None: the kernel takes the variables in the segment's order (the common case)
     c.var_order = None if order == list(range(len(seg.var_ops))) else order
+    return c
+
+
+def load_compiled(c: _Compiled) -> None:
+    """Give `c` its dispatcher: from the in-memory cache, the disk cache, or a new module."""
+    _guard_vecmath_caches()
+    mod = _cache.load_module(c.cache_source)
+    c.fn = mod.kernel
+    c.from_disk = mod.from_disk
+
+
+def compile_segment(seg: _Segment, in_arrays, var_arrays, reason: str) -> _Compiled:
+    """Lower, generate and load one segment for the classes of the given arrays."""
+    c = generate_segment(seg, in_arrays, var_arrays, reason)
+    load_compiled(c)
     return c
 
 
@@ -227,15 +245,36 @@ def _call(c: _Compiled, ins: list, vars_: list, seg: _Segment):
 _REFERENCES = "references"   # seg.compiled value: this class runs through the references
 
 
-def _compile_job(c: "_Compiled", sig: tuple, seg: "_Segment") -> None:
-    """Background compile of one kernel (runs on the compiler thread)."""
+def _signature(kinds: tuple) -> tuple:
+    """Numba's types for kernel arguments described as ((dtype, ndim, writeable), ...) x 2:
+    typeof of an empty stand-in array with the same dtype, rank and flags."""
+    from numba import typeof
+    out = []
+    for group in kinds:
+        arrays = []
+        for dtype, ndim, writeable in group:
+            a = np.empty((0,) * ndim, dtype)
+            a.flags.writeable = writeable
+            arrays.append(a)
+        out.append(typeof(tuple(arrays)))
+    return tuple(out)
+
+
+def _compile_job(c: Optional["_Compiled"], kinds: tuple, seg: Optional["_Segment"]) -> None:
+    """Background load or compile of one kernel (runs on the compiler thread); nothing when
+    the kernel or its segment is no longer used."""
+    if c is None or seg is None:
+        STATS["background_skipped"] = STATS.get("background_skipped", 0) + 1
+        return
     t0 = time.perf_counter()
     try:
-        h0 = _cache_hits(c.fn)
-        c.fn.compile(sig)
+        load_compiled(c)
+        sig = _signature(kinds)
+        h0, n0 = _cache_hits(c.fn), len(c.fn.overloads)
+        c.fn.compile(sig)   # nothing to do when an identical kernel's job built it already
         if _cache_hits(c.fn) > h0:
             STATS["numba_cache_hits"] += 1
-        else:
+        elif len(c.fn.overloads) > n0:
             STATS["compiles"] += 1
         if debug_level() >= 1:
             _debug(f"kernel of {len(seg.ops)} ops ready after {time.perf_counter() - t0:.2f} s "
@@ -566,8 +605,9 @@ class Executable:
             names = [t.name for t in seg.in_tensors] + [v.name for v in seg.var_ops]
             reason = ("new fetch set" if seg.last_key is None
                       else _describe_change(names, seg.last_key, ckey))
+            later = _bg.mode() == "background"
             try:
-                c = compile_segment(seg, ins, bufs, reason)
+                c = (generate_segment if later else compile_segment)(seg, ins, bufs, reason)
             except _fuse.Unsupported as e:
                 _fallback_warning(seg, str(e.args[0]), bug=False)
                 c = _REFERENCES
@@ -576,30 +616,29 @@ class Executable:
                     raise
                 _fallback_warning(seg, str(e.args[0]), bug=True)
                 c = _REFERENCES
-            if isinstance(c, _Compiled) and _bg.mode() == "background" and not c.from_disk:
+            if isinstance(c, _Compiled) and later:
                 self._compile_later(c, seg, ins, bufs)
             seg.compiled[ckey] = c
             seg.last_key = ckey
         return c
 
     def _compile_later(self, c: _Compiled, seg: _Segment, ins, bufs) -> None:
-        """Have the background compiler build `c` for these argument types unless it is
-        already built (the same kernel compiled for another graph or an earlier run)."""
-        from numba import typeof
+        """Have the compiler thread load `c` (from memory, the disk cache, or by compiling it)
+        for the argument types of `ins`/`bufs`; runs use the references until it is ready."""
         args = list(ins) + [v for _, v in c.consts]
         order = c.var_order
         vs = list(bufs) if order is None else [bufs[i] for i in order]
-        try:
-            sig = (typeof(tuple(args)), typeof(tuple(vs)))
-        except Exception:  # noqa: BLE001  (an argument Numba cannot type: compile on the call)
-            return
-        if sig in c.fn.overloads:
-            return
+        # what Numba types the arguments by (the arrays themselves are not kept)
+        kinds = ([(a.dtype, a.ndim, a.flags.writeable) for a in args],
+                 [(a.dtype, a.ndim, a.flags.writeable) for a in vs])
         c.ready = False
         if self.debug >= 1:
             _debug(f"compiling {len(seg.ops)} ops in the background; runs use the references "
                    "until it is ready")
-        _bg.submit(lambda: _compile_job(c, sig, seg))
+        # the job holds only weak references: a kernel whose session is gone by the time the
+        # compiler gets to it (a sweep over many small graphs) is not compiled at all
+        ref_c, ref_seg = weakref.ref(c), weakref.ref(seg)
+        _bg.submit(lambda: _compile_job(ref_c(), kinds, ref_seg()))
 
     def _call_checked(self, c: _Compiled, ins, bufs, seg: _Segment):
         """`_call`, turning a kernel Numba cannot compile or run into `_UseReferences`."""
@@ -1000,9 +1039,43 @@ class NumbaBackend:
     def __init__(self) -> None:
         from jitflow.compiler.memory import tune_allocator
         tune_allocator()
+        if _bg.mode() == "background" and not _WARMED:
+            _WARMED.append(True)
+            _bg.submit(_warm_up)
 
     def compile(self, plan: Plan) -> Executable:
         return Executable(plan, self)
+
+
+_WARMED: list = []   # [True] once a warm-up job was submitted in this process
+_WARM_SOURCE = """
+def warm(ins, vs):
+    a0 = ins[0]
+    n = a0.size
+    b1 = np.empty(a0.shape, np.float32)
+    f_b1 = b1.reshape(n)
+    f_a0 = a0.reshape(n)
+    for i in range(n):
+        f_b1[i] = _vm.tanh32(f_a0[i] * np.float32(0.5))
+    b2 = np.empty((a0.shape[0], a0.shape[1]), np.float32)
+    np.dot(b1, a0, b2)
+    return (b2, np.float32(b2[0, 0]))
+"""
+
+
+def _warm_up() -> None:
+    """Numba's first compile in a process pays ~0.7 s of one-time set-up (its registries, the
+    imports behind np.dot, the math helpers): pay it on the compiler thread while the user's
+    graph is being built, not when the first kernel is needed."""
+    import numba
+
+    from jitflow.compiler import vecmath
+    ns = {"np": np, "_vm": vecmath}
+    exec(compile(_WARM_SOURCE, "<jitflow warm-up>", "exec"), ns)
+    fn = numba.njit(error_model="numpy", fastmath={"contract"}, nogil=True)(ns["warm"])
+    _vecmath_table()
+    a = np.ones((2, 2), np.float32)
+    fn.compile((numba.typeof((a,)), numba.typeof(())))
 
 
 def export_source(session, fetches, feed_list=(), feed_values: Optional[list] = None) -> dict:

@@ -85,7 +85,11 @@ JIT_OPTIONS = {"error_model": "numpy", "fastmath": {"contract"}}
 
 # internal pieces: inlined at the Numba IR level; public helpers: LLVM alwaysinline (docstring)
 _helper = numba.njit(inline="always", **JIT_OPTIONS)
-_public = numba.njit(forceinline=True, **JIT_OPTIONS)
+# compiled once per machine, not per process: Numba caches them on disk, and jitflow lets it
+# read only private cache files (see cpu._vecmath_table); an exported module's copy of this
+# file compiles them in memory (it must not write or read files beside itself)
+_CACHE_HELPERS = __name__ == "jitflow.compiler.vecmath"
+_public = numba.njit(forceinline=True, cache=_CACHE_HELPERS, **JIT_OPTIONS)
 
 
 # -- bit casts -----------------------------------------------------------------------------

@@ -412,3 +412,9 @@ def test_cached_kernel_in_a_new_process(tmp_path):
         assert o.returncode == 0, o.stderr
     first, second = (o.stdout.split() for o in outs)
     assert first[0] == "0" and second[0] == "1" and first[1] == second[1]
+
+
+def test_helper_names_known_without_numba_match_the_helpers():
+    from jitflow.compiler import vecmath, vecmath_names
+    assert vecmath_names.HELPERS == vecmath.HELPERS
+    assert vecmath_names.cache_token() == vecmath.CACHE_TOKEN
