@@ -15,6 +15,9 @@ if ROOT not in sys.path:
 from benchmarks import threads  # noqa: E402  (no heavy imports: safe before pinning)
 
 threads.pin()
+# warm figures must time native code: runs wait for their kernels instead of running on the
+# references while the compiler thread works (compile_scaling.py measures both modes)
+os.environ.setdefault("JITFLOW_COMPILE", "sync")
 
 import argparse  # noqa: E402
 import shutil  # noqa: E402

@@ -82,6 +82,7 @@ class _Writer:
         self.lines: list = []
         self.tmp = 0
         self.vecmath = vecmath
+        self.top_views: set = set()   # names whose flat view exists at the top level
 
     def emit(self, depth: int, text: str, op: int = -1) -> None:
         tag = f"  # {self.k.op_names[op]}" if op >= 0 else ""
@@ -185,11 +186,19 @@ class _Writer:
         self.element_check(c.value, "q == 0", depth, c.op, c.what)
 
     def flat_views(self, vals, n: str, depth: int, op: int) -> None:
+        """`f_<name>`, the flat view of each array in `vals`. A view made in the function's
+        top level is made once and reused by later flat loops (every name is bound to one
+        array, and the flat loop's operands all have its size): each `reshape` costs Numba
+        compile time."""
         seen = set()
         for v in vals:
             if v.rank > 0 and v.name not in seen:
                 seen.add(v.name)
+                if depth == 1 and v.name in self.top_views:
+                    continue
                 self.emit(depth, f"f_{v.name} = {v.name}.reshape({n})", op)
+                if depth == 1:
+                    self.top_views.add(v.name)
 
     # -- statements -----------------------------------------------------------------------
     def loop(self, s: Loop, depth: int) -> None:
@@ -343,6 +352,23 @@ class _Writer:
             self.emit(d + 1, f"m2_{bp[1].name}[r, j] = {exp}x2_{nm}[r, j] - m - ls) - "
                              f"l2_{nm}[r, j]", op)
 
+    def column_sum(self, s: Reduce, how: str, axes: set, depth: int) -> bool:
+        """A sum/mean over leading axes of a stored float array as one call of the math
+        library's column sum (see vecmath.colsum32); False when that does not apply."""
+        helper = self.vecmath.get(("exp", "float32"))   # the library is there (no JITFLOW_LIBM)
+        v = _column_sum_operand(s, how, axes)
+        if helper is None or v is None:
+            return False
+        out, op = s.out, s.op
+        rows = " * ".join(_dim(s.dims[k]) for k in sorted(axes))
+        cols = " * ".join(_dim(s.dims[k]) for k in range(len(s.ones)) if k not in axes)
+        lib = helper.rsplit(".", 1)[0]
+        self.alloc(out, depth, op)
+        fn = f"{lib}.colsum{out.dtype[-2:]}"
+        self.emit(depth, f"{fn}({v.name}.reshape(({rows}, {cols})), "
+                         f"{out.name}.reshape({cols}), {how == 'mean'})", op)
+        return True
+
     def reduce(self, s: Reduce, depth: int) -> None:
         out, op, how = s.out, s.op, s.how
         rank = len(s.ones)
@@ -448,6 +474,8 @@ class _Writer:
             else:
                 self.emit(d2, f"{out.name} = {finish(acc)}", op)
             return
+        if self.column_sum(s, how, axes, depth):
+            return
         shape = ", ".join("1" if k in axes else _dim(s.dims[k]) for k in range(rank))
         self.emit(depth, f"{acc} = np.empty(({shape},), {_np(accdt)})", op)
         self.emit(depth, f"{acc}.fill({init})", op)
@@ -462,6 +490,20 @@ class _Writer:
         self.emit(depth, f"f_{acc} = {acc}.reshape({acc}.size)", op)
         self.emit(depth, f"for j in range({out.name}.size):", op)
         self.emit(depth + 1, f"f_{out.name}[j] = {finish(f'f_{acc}[j]')}", op)
+
+
+def _column_sum_operand(s: Reduce, how: str, axes: set):
+    """The stored array a sum/mean over the leading axes `axes` of `s` reads as it is (same
+    rank and shape class, float), or None."""
+    e = s.expr
+    rank = len(s.ones)
+    if (how not in ("sum", "mean") or not isinstance(e, Load) or e.axes is not None
+            or axes != set(range(len(axes))) or len(axes) >= rank):
+        return None
+    v = e.value
+    if v.rank != rank or v.ones != s.ones or v.dtype != s.out.dtype or v.kind == "var":
+        return None
+    return v if v.dtype in ("float32", "float64") else None
 
 
 def _exact_constant(e, how: str) -> bool:

@@ -918,7 +918,9 @@ class Lowerer:
             # same shape class: a plain (inlinable) identity
             expr, dtype, ones, dims, reads = self._expr(g)
             out = op.outputs[0]
-            p = Pending(expr, dtype, x_ones, x_dims, reads, pos)
+            # the same shape (checked above): described by g's dims, so that a stored g is
+            # shared rather than copied
+            p = Pending(expr, dtype, x_ones, dims if ones == x_ones else x_dims, reads, pos)
             self.info[out] = p
             n = self.uses.get(out, 0)
             inl = self.inlinable.get(out, [])

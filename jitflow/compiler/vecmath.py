@@ -566,6 +566,38 @@ def sigmoid64_libm(x):
     return (_ONE64 if x >= _ZERO64 else e) / (_ONE64 + e)
 
 
+# -- column sums, called (not inlined) by generated kernels -----------------------------------
+# A sum or mean over the leading axes of a stored array (a bias gradient, `Unbroadcast`)
+# written out in a kernel is three loops and two temporaries: ~0.1 s of Numba compile time
+# each time. Called here instead it is one line of the kernel, compiled once per machine. Same
+# arithmetic as the inline form: float64 partial sums per column, rows in order.
+_called = numba.njit(cache=_CACHE_HELPERS, **JIT_OPTIONS)
+
+
+@_called
+def colsum32(a, out, mean):
+    """out[j] = sum (or mean) over i of a[i, j], accumulated in float64 (a: [R, C] float32)."""
+    rows, cols = a.shape
+    acc = np.zeros(cols, np.float64)
+    for i in range(rows):
+        for j in range(cols):
+            acc[j] += a[i, j]
+    for j in range(cols):
+        out[j] = np.float32(acc[j] / rows if mean else acc[j])
+
+
+@_called
+def colsum64(a, out, mean):
+    """out[j] = sum (or mean) over i of a[i, j] (a: [R, C] float64)."""
+    rows, cols = a.shape
+    acc = np.zeros(cols, np.float64)
+    for i in range(rows):
+        for j in range(cols):
+            acc[j] += a[i, j]
+    for j in range(cols):
+        out[j] = acc[j] / rows if mean else acc[j]
+
+
 # -- tables for code generators --------------------------------------------------------------
 OPS = ("exp", "log", "tanh", "sigmoid", "log1p", "expm1", "pow")
 

@@ -4,6 +4,7 @@ repeated structure compiles once and nothing is too large to compile; the backgr
 answers as waiting for them."""
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -208,3 +209,39 @@ def test_background_mode_answers_before_its_kernel_is_compiled(monkeypatch):
     np.testing.assert_allclose(first, want, rtol=1e-6)
     assert background.wait_idle(600)
     assert all(c.ready for c in waiting)
+
+
+# -- lowerings that save compile time ---------------------------------------------------------
+@pytest.mark.parametrize("dtype", [tf.float32, tf.float64])
+def test_sums_over_leading_axes_call_the_column_sum_and_match_the_interpreter(dtype):
+    x = tf.placeholder(dtype, [None, 3, 4])
+    xx = x * 2.0
+    fetches = [tf.reduce_sum(xx, 0), tf.reduce_mean(xx, [0, 1]),
+               tf.reduce_sum(xx, 0, keepdims=True), tf.reduce_mean(xx, 0) + 1.0]
+    rng = np.random.default_rng(3)
+    for n in (0, 1, 5):
+        feed = {x: rng.standard_normal((n, 3, 4))}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)   # NumPy: mean of empty slice
+            with tf.Session() as sess:
+                got = sess.run(fetches, feed)
+                src = sess.inspect(fetches, feed)
+            with tf.Session(backend="interpreter") as sess:
+                want = sess.run(fetches, feed)
+        assert src.count("colsum") == 4
+        assert_same_result(got, want, 1e-6, 1e-6)
+
+
+def test_a_gradient_passed_through_unchanged_is_shared_not_copied(small_kernels):
+    fetch, feed = _rnn(12, train=True)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(fetch, feed)
+        sources = [c.tagged for spec in sess._specs.values()
+                   if isinstance(spec.executable, Executable) and not spec.executable.single
+                   for _, c in spec.executable.sources(None, sess)]
+    # an Unbroadcast that changes nothing (same shape) passes its stored gradient on: no loop
+    # copies one array into another (each would cost compile time and a pass over memory)
+    copy = re.compile(r"^\s*f_b\d+\[i\] = f_[ab]\d+\[i\]\s+# .*Unbroadcast")
+    copies = [line for src in sources for line in src.splitlines() if copy.match(line)]
+    assert sources and not copies, copies
