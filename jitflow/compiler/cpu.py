@@ -516,17 +516,24 @@ class Executable:
                 state[v]
         except KeyError:
             return self._run_interpreter(feed_values, session)
+        # the hoisted random ops draw before the kernel runs: if the run then goes to the
+        # interpreter instead, it must draw the same numbers (each op has its own generator)
+        rngs = [session._rng_for(op) for op in self.pre]
+        drawn = [g.bit_generator.state for g in rngs]
         try:
             if self.single:
                 return self._run_single(feed_values, bufs, state, session)
             return self._run_driver(feed_values, session)
         except _UseReferences:
-            # the single segment has no kernel for these input classes (decided once per
-            # class, so the same inputs always take the same path and give the same bits)
+            # the single segment has no kernel for these input classes yet, or none at all
+            for g, st in zip(rngs, drawn):
+                g.bit_generator.state = st
             return self._run_interpreter(feed_values, session)
         except _CheckFailed as e:
             # Shapes the kernel was not generated for (or invalid ones): the interpreter
             # gives the answer, or the error TF1 gives, naming the op.
+            for g, st in zip(rngs, drawn):
+                g.bit_generator.state = st
             op, what = e.args
             if self.debug >= 1:
                 _debug(f"{op.name} ({op.type}): {what}; running this step op by op")

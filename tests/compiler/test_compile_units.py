@@ -245,3 +245,37 @@ def test_a_gradient_passed_through_unchanged_is_shared_not_copied(small_kernels)
     copy = re.compile(r"^\s*f_b\d+\[i\] = f_[ab]\d+\[i\]\s+# .*Unbroadcast")
     copies = [line for src in sources for line in src.splitlines() if copy.match(line)]
     assert sources and not copies, copies
+
+
+def test_random_ops_draw_the_same_numbers_whichever_tier_runs(monkeypatch):
+    """A run that falls back to the references (kernel not ready, or a failed check) must not
+    draw its random numbers twice: background mode gives sync mode's sequence."""
+    tf.set_random_seed(3)
+    x = tf.placeholder(tf.float32, [None, 4])
+    w = tf.Variable(np.ones((4, 3), np.float32))
+    d = tf.nn.dropout(tf.matmul(x, w), keep_prob=0.5)
+    loss = tf.reduce_sum(d * d) + tf.reduce_sum(tf.random_normal([2, 3], seed=5))
+    train = tf.train.GradientDescentOptimizer(0.01).minimize(loss)
+    init = tf.global_variables_initializer()
+    feed = {x: np.ones((5, 4), np.float32)}
+    seen = {}
+    for mode in ("sync", "background"):
+        monkeypatch.setenv("JITFLOW_COMPILE", mode)
+        with tf.Session() as sess:
+            sess.run(init)
+            out = []
+            for i in range(12):
+                out.append(sess.run([loss, train], feed)[0])
+                if i == 3:
+                    assert background.wait_idle(600)
+            out.append(sess.run(w))
+            with pytest.raises(ValueError):
+                sess.run(loss, {x: np.ones((5, 3), np.float32)})   # wrong shape: no draw
+            out.append(sess.run(loss, feed))
+        seen[mode] = out
+    with tf.Session(backend="interpreter") as sess:
+        sess.run(init)
+        want = [sess.run([loss, train], feed)[0] for _ in range(12)] + [sess.run(w)]
+        want.append(sess.run(loss, feed))
+    assert_same_result(seen["sync"], want, 1e-5, 1e-5)
+    assert_same_result(seen["background"], want, 1e-5, 1e-5)
