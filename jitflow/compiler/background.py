@@ -25,7 +25,7 @@ __all__ = ["mode", "submit", "wait_idle", "pending"]
 
 _QUEUE: "queue.Queue" = queue.Queue()
 _LOCK = threading.Lock()
-_STATE = {"thread": None, "pending": 0, "interval": None}
+_STATE = {"thread": None, "pending": 0, "interval": None, "current": None}
 _IDLE = threading.Condition(_LOCK)
 SWITCH_INTERVAL = 1e-4   # seconds: sys.setswitchinterval while the compiler thread works
 
@@ -68,6 +68,8 @@ def wait_idle(timeout: float = None) -> bool:
 def _worker() -> None:
     while True:
         job = _QUEUE.get()
+        with _LOCK:
+            _STATE["current"] = job
         # Numba's lowering calls into LLVM thousands of times per kernel, each call dropping
         # the GIL; getting it back waits for the main thread's switch interval (5 ms by
         # default), which made a kernel compile 10x slower beside a busy main thread. A short
@@ -82,8 +84,59 @@ def _worker() -> None:
             pass
         finally:
             with _IDLE:
+                _STATE["current"] = None
                 _STATE["pending"] -= 1
                 if not _STATE["pending"] and _STATE["interval"] is not None:
                     sys.setswitchinterval(_STATE["interval"])
                     _STATE["interval"] = None
                 _IDLE.notify_all()
+
+
+# -- fork ----------------------------------------------------------------------------------------
+# A process forked while the compiler thread works would inherit Numba's compile lock held by
+# a thread that does not exist in the child, and jobs nobody will run. Around a fork: wait for
+# the current compile to finish (Numba's lock, then ours: the order the worker takes them in),
+# and in the child start over with the jobs that were waiting, on a new thread when needed.
+def _numba_lock():
+    if "numba.core.compiler_lock" not in sys.modules:
+        return None
+    return getattr(sys.modules["numba.core.compiler_lock"].global_compiler_lock, "_lock", None)
+
+
+_HELD: list = []
+
+
+def _before_fork() -> None:
+    lock = _numba_lock()
+    if lock is not None:
+        lock.acquire()
+    _LOCK.acquire()
+    _HELD[:] = [lock]
+
+
+def _after_fork_in_parent() -> None:
+    lock = _HELD.pop() if _HELD else None
+    _LOCK.release()
+    if lock is not None:
+        lock.release()
+
+
+def _after_fork_in_child() -> None:
+    global _QUEUE
+    lock = _HELD.pop() if _HELD else None
+    jobs = ([_STATE["current"]] if _STATE["current"] is not None else []) + list(_QUEUE.queue)
+    _QUEUE = queue.Queue()
+    _STATE.update(thread=None, pending=0, current=None)
+    if _STATE["interval"] is not None:
+        sys.setswitchinterval(_STATE["interval"])
+        _STATE["interval"] = None
+    _LOCK.release()
+    if lock is not None:
+        lock.release()
+    for job in jobs:
+        submit(job)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                        after_in_child=_after_fork_in_child)

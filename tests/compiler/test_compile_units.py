@@ -4,7 +4,9 @@ repeated structure compiles once and nothing is too large to compile; the backgr
 answers as waiting for them."""
 from __future__ import annotations
 
+import os
 import re
+import threading
 import warnings
 
 import numpy as np
@@ -195,7 +197,7 @@ def test_background_mode_answers_before_its_kernel_is_compiled(monkeypatch):
     monkeypatch.setenv("JITFLOW_COMPILE", "background")
     x = tf.placeholder(tf.float32, [None])
     y = tf.reduce_sum(tf.exp(x * 0.37) - 0.91 * x)   # a kernel no other test compiles
-    gate = __import__("threading").Event()
+    gate = threading.Event()
     background.submit(gate.wait)                      # hold the compiler thread
     try:
         with tf.Session() as sess:
@@ -279,3 +281,31 @@ def test_random_ops_draw_the_same_numbers_whichever_tier_runs(monkeypatch):
         want.append(sess.run(loss, feed))
     assert_same_result(seen["sync"], want, 1e-5, 1e-5)
     assert_same_result(seen["background"], want, 1e-5, 1e-5)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_process_forked_while_kernels_wait_to_compile_compiles_them(monkeypatch):
+    monkeypatch.setenv("JITFLOW_COMPILE", "background")
+    x = tf.placeholder(tf.float32, [None])
+    y = tf.reduce_sum(tf.exp(x * 0.53) - 0.29 * x)   # a kernel no other test compiles
+    gate = threading.Event()
+    background.submit(gate.wait)                      # the compiler thread is busy...
+    sess = tf.Session()
+    feed = {x: np.arange(3, dtype=np.float32)}
+    sess.run(y, feed)                                 # ...so this kernel waits in the queue
+    pid = os.fork()
+    if pid == 0:   # the child: its copy of the job must run on a new compiler thread
+        code = 1
+        try:
+            gate.set()
+            if background.wait_idle(120):
+                sess.run(y, feed)
+                seg = next(iter(sess._specs.values())).executable.steps[0]
+                code = 0 if all(c.ready and c.called for c in seg.compiled.values()) else 2
+        finally:
+            os._exit(code)
+    gate.set()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert background.wait_idle(120)
+    sess.close()
