@@ -50,6 +50,10 @@ def _fresh_graph():
     _clear_default_sessions()
     tf.reset_default_graph()
     yield
+    # a test that compiled in the background leaves no job behind to finish (and count
+    # compilations) during the next test
+    from jitflow.compiler import background
+    assert background.wait_idle(600), "background compiler still busy after 600 s"
     _graph_stack().clear()
     _clear_default_sessions()
 

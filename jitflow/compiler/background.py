@@ -1,16 +1,17 @@
 """Compiling kernels off the run path: one worker thread, so runs never wait for Numba.
 
 `JITFLOW_COMPILE` picks the mode:
-- `background` (the default): a kernel that is neither in memory nor in the disk cache is
-  compiled by the worker; until it is ready, the ops it would run go through their NumPy
-  references (the interpreter tier), and the next run after it is ready uses native code.
+- `background` (the default): a new kernel is loaded or compiled by the worker thread; until
+  it is ready, the ops it would run go through their NumPy references (the interpreter tier),
+  and the first run after it is ready uses native code. With the disk cache on, the thread
+  has a helper process compile the kernel into the cache and then only loads it
+  (compile_worker.py: the compile gets a core of its own instead of fighting this process
+  for the GIL, and its machine code stays out of this process).
+- `thread`: the same, compiling on the thread itself (no helper process).
 - `sync`: a run compiles what it needs and waits (deterministic: tests, benchmarks, export).
 
 Results do not depend on the mode beyond float rounding (the compiled code and the references
-agree within it; the fuzzer checks both). A thread and not a helper process: measured on 2
-cores, compiling in the thread slows interpreter runs on the main thread through the GIL
-(Numba's typing is Python), but the kernel is in this process as soon as it is compiled, with
-no second Numba start-up (about 1 s) and no second copy of the machine code.
+agree within it; the fuzzer checks both).
 """
 from __future__ import annotations
 
@@ -31,9 +32,9 @@ SWITCH_INTERVAL = 1e-4   # seconds: sys.setswitchinterval while the compiler thr
 
 
 def mode() -> str:
-    """"sync" or "background" (JITFLOW_COMPILE; anything else means background)."""
-    return "sync" if os.environ.get("JITFLOW_COMPILE", "").strip().lower() == "sync" \
-        else "background"
+    """"sync", "thread" or "background" (JITFLOW_COMPILE; anything else means background)."""
+    m = os.environ.get("JITFLOW_COMPILE", "").strip().lower()
+    return m if m in ("sync", "thread") else "background"
 
 
 def submit(job: Callable[[], None]) -> None:

@@ -270,6 +270,9 @@ def _compile_job(c: Optional["_Compiled"], kinds: tuple, seg: Optional["_Segment
     try:
         load_compiled(c)
         sig = _signature(kinds)
+        if sig not in c.fn.overloads and _bg.mode() == "background" and _disk_cached(c.fn):
+            from jitflow.compiler import compile_worker
+            compile_worker.compile_in_helper(c.cache_source, kinds)   # then a cache hit here
         h0, n0 = _cache_hits(c.fn), len(c.fn.overloads)
         c.fn.compile(sig)   # nothing to do when an identical kernel's job built it already
         if _cache_hits(c.fn) > h0:
@@ -288,6 +291,12 @@ def _compile_job(c: Optional["_Compiled"], kinds: tuple, seg: Optional["_Segment
             _fallback_warning(seg, c.error, bug=True)
     finally:
         c.ready = True
+
+
+def _disk_cached(fn) -> bool:
+    """Whether dispatcher `fn` reads and writes Numba's disk cache."""
+    cache = getattr(fn, "_cache", None)
+    return cache is not None and type(cache).__name__ != "NullCache"
 
 
 def _raise_background_error(c) -> None:
@@ -612,7 +621,7 @@ class Executable:
             names = [t.name for t in seg.in_tensors] + [v.name for v in seg.var_ops]
             reason = ("new fetch set" if seg.last_key is None
                       else _describe_change(names, seg.last_key, ckey))
-            later = _bg.mode() == "background"
+            later = _bg.mode() != "sync"
             try:
                 c = (generate_segment if later else compile_segment)(seg, ins, bufs, reason)
             except _fuse.Unsupported as e:
@@ -1046,7 +1055,7 @@ class NumbaBackend:
     def __init__(self) -> None:
         from jitflow.compiler.memory import tune_allocator
         tune_allocator()
-        if _bg.mode() == "background" and not _WARMED:
+        if _bg.mode() != "sync" and not _WARMED:
             _WARMED.append(True)
             _bg.submit(_warm_up)
 

@@ -309,3 +309,24 @@ def test_a_process_forked_while_kernels_wait_to_compile_compiles_them(monkeypatc
     assert os.waitstatus_to_exitcode(status) == 0
     assert background.wait_idle(120)
     sess.close()
+
+
+def test_background_mode_has_a_helper_process_compile_into_the_disk_cache(tmp_path,
+                                                                          monkeypatch):
+    monkeypatch.setenv("JITFLOW_COMPILE", "background")
+    monkeypatch.setenv("JITFLOW_CACHE_DIR", str(tmp_path))
+    from jitflow.compiler.cpu import STATS
+    x = tf.placeholder(tf.float32, [None, 2])
+    y = tf.reduce_max(tf.tanh(x * 0.61) + 0.17, axis=1)   # new to this cache directory
+    feed = {x: np.arange(6, dtype=np.float32).reshape(3, 2)}
+    compiles, hits = STATS["compiles"], STATS["numba_cache_hits"]
+    with tf.Session() as sess:
+        first = sess.run(y, feed)
+        assert background.wait_idle(600)
+        again = sess.run(y, feed)
+        seg = next(iter(sess._specs.values())).executable.steps[0]
+        assert all(c.ready and c.called and not c.broken for c in seg.compiled.values())
+    np.testing.assert_allclose(first, again, rtol=1e-6)
+    # this process loaded the kernel the helper compiled: a cache hit, no compile here
+    assert STATS["compiles"] == compiles and STATS["numba_cache_hits"] == hits + 1
+    assert list(tmp_path.glob("__pycache__/*.nbi"))
