@@ -45,15 +45,16 @@ def _start() -> Optional[subprocess.Popen]:
 
 
 def shutdown() -> None:
-    """Stop the helper (at exit, and before a restart)."""
+    """Stop the helper (at exit, and before a restart) without waiting for the kernel it may
+    be compiling: its work only fills the cache, and Numba writes cache files atomically."""
     proc = _STATE["proc"]
     _STATE["proc"] = None
     if proc is not None:
         try:
-            proc.stdin.close()
+            proc.kill()
             proc.wait(timeout=5)
         except Exception:  # noqa: BLE001  (it is going away either way)
-            proc.kill()
+            pass
 
 
 def compile_in_helper(source: str, kinds: tuple) -> Optional[bool]:

@@ -270,7 +270,9 @@ def _compile_job(c: Optional["_Compiled"], kinds: tuple, seg: Optional["_Segment
     try:
         load_compiled(c)
         sig = _signature(kinds)
-        if sig not in c.fn.overloads and _bg.mode() == "background" and _disk_cached(c.fn):
+        # a module already on disk most likely has its machine code there too: load it here
+        if (sig not in c.fn.overloads and not c.from_disk and _bg.mode() == "background"
+                and _disk_cached(c.fn)):
             from jitflow.compiler import compile_worker
             compile_worker.compile_in_helper(c.cache_source, kinds)   # then a cache hit here
         h0, n0 = _cache_hits(c.fn), len(c.fn.overloads)
