@@ -1,0 +1,69 @@
+"""First training step of an unrolled tanh RNN (hidden 128, 20 steps, batch 32, Adam) with an
+empty kernel cache: when the first result comes, and when every kernel runs native code.
+
+    OPENBLAS_NUM_THREADS=1 python benchmarks/rnn_first_step.py [--mode background|thread|sync]
+
+Runs in this process (set JITFLOW_CACHE_DIR to an empty directory for a cold cache; by default
+a fresh temporary one is used). Keeps running steps until the background compiler is idle.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mode", default="background", choices=["background", "thread", "sync"])
+    ap.add_argument("--steps", type=int, default=20)
+    args = ap.parse_args(argv)
+    os.environ["JITFLOW_COMPILE"] = args.mode
+    os.environ.setdefault("JITFLOW_CACHE_DIR", tempfile.mkdtemp(prefix="jitflow-rnn-"))
+    import numpy as np
+    from tqdm import tqdm
+
+    import jitflow as tf
+    from jitflow.compiler import background
+    from jitflow.compiler.cpu import STATS
+    t_steps, hidden, batch, width = args.steps, 128, 32, 64
+    rng = np.random.default_rng(0)
+    x = tf.placeholder(tf.float32, [None, t_steps, width])
+    y = tf.placeholder(tf.float32, [None, hidden])
+    wx = tf.Variable(rng.standard_normal((width, hidden)).astype(np.float32) * 0.1)
+    wh = tf.Variable(rng.standard_normal((hidden, hidden)).astype(np.float32) * 0.1)
+    b = tf.Variable(np.zeros(hidden, np.float32))
+    h = tf.zeros([tf.shape(x)[0], hidden])
+    for x_t in tf.unstack(x, axis=1):
+        h = tf.tanh(tf.matmul(x_t, wx) + tf.matmul(h, wh) + b)
+    loss = tf.reduce_mean(tf.square(h - y))
+    train = tf.train.AdamOptimizer(1e-3).minimize(loss)
+    feed = {x: rng.standard_normal((batch, t_steps, width)).astype(np.float32),
+            y: rng.standard_normal((batch, hidden)).astype(np.float32)}
+    sess = tf.Session()
+    sess.run(tf.global_variables_initializer())
+    t0, c0 = time.perf_counter(), time.process_time()
+    sess.run([loss, train], feed)
+    first = time.perf_counter() - t0
+    runs = 1
+    with tqdm(desc="steps while compiling", file=sys.stderr) as bar:
+        while background.pending():
+            sess.run([loss, train], feed)
+            runs += 1
+            bar.update()
+    native = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    for _ in range(20):
+        sess.run([loss, train], feed)
+    warm = (time.perf_counter() - t1) / 20
+    print(f"mode {args.mode}: first result {first:.2f} s wall; native code in use at "
+          f"{native:.2f} s wall after {runs} runs (this process {time.process_time() - c0:.1f} s "
+          f"CPU); warm step {warm * 1e3:.2f} ms; compiles here {STATS['compiles']}, "
+          f"cache loads {STATS['numba_cache_hits']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
