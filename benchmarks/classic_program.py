@@ -11,12 +11,13 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+from benchmarks import children  # noqa: E402
 MARK = "CLASSIC "
 
 
@@ -80,22 +81,13 @@ def main(argv=None) -> int:
     rows = {}
     for peer in tqdm(args.peers.split(","), desc="classic program", file=sys.stderr):
         work = tempfile.mkdtemp(prefix="jitflow-classic-")
-        env = dict(os.environ, OPENBLAS_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="3",
-                   JITFLOW_CACHE_DIR=os.path.join(work, "cache"), PYTHONPATH=ROOT)
-        env.pop("JITFLOW_COMPILE", None)
-        if peer == "jitflow-sync":
-            env["JITFLOW_COMPILE"] = "sync"
         try:
-            t0 = time.perf_counter()
-            p = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", peer,
-                                "--steps", str(args.steps), "--out", work], env=env,
-                               capture_output=True, text=True)
-            wall = time.perf_counter() - t0
+            rows[peer] = children.run(
+                children.script_cmd(__file__, "--child", peer, "--steps", str(args.steps),
+                                    "--out", work),
+                children.peer_env(peer, os.path.join(work, "cache")), MARK)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-        line = [s for s in p.stdout.splitlines() if s.startswith(MARK)]
-        rows[peer] = dict(json.loads(line[0][len(MARK):]), process_wall=wall) if line else {
-            "error": (p.stderr.strip().splitlines() or ["?"])[-1][:200]}
     ref = rows.get("tf1", {}).get("process_wall")
     print(f"classic MLP program, {args.steps} Adam steps + evaluate + save, empty cache:")
     for peer, r in rows.items():

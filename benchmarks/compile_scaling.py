@@ -26,11 +26,13 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import shutil  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 
 import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks import children  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MARK = "SCALING "
@@ -224,25 +226,12 @@ def child(peer: str, n: int, train: bool) -> dict:
 
 # -- parent -------------------------------------------------------------------------------------
 def run_child(peer: str, n: int, train: bool, cache_dir: str, timeout: float) -> dict:
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", JITFLOW_CACHE_DIR=cache_dir,
-               NUMBA_CACHE_DIR=os.path.join(cache_dir, "numba"), PYTHONPATH=ROOT,
-               TF_CPP_MIN_LOG_LEVEL="3", JAX_PLATFORMS="cpu")
-    mode = "jitflow"
-    if peer == "jitflow-sync":
-        env["JITFLOW_COMPILE"] = "sync"
-    elif peer == "jitflow":
-        env.pop("JITFLOW_COMPILE", None)
-    cmd = [sys.executable, os.path.abspath(__file__), "--child", peer if peer != "jitflow-sync"
-           else mode, "--n", str(n)] + (["--train"] if train else [])
-    try:
-        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"error": f"over {timeout:.0f} s"}
-    for line in p.stdout.splitlines():
-        if line.startswith(MARK):
-            return json.loads(line[len(MARK):])
-    tail = (p.stderr or p.stdout).strip().splitlines()[-3:]
-    return {"error": " | ".join(tail)[:300]}
+    env = children.peer_env(peer, cache_dir, NUMBA_CACHE_DIR=os.path.join(cache_dir, "numba"),
+                            JAX_PLATFORMS="cpu")
+    child_peer = "jitflow" if peer == "jitflow-sync" else peer
+    cmd = children.script_cmd(__file__, "--child", child_peer, "--n", str(n)) + (
+        ["--train"] if train else [])
+    return children.run(cmd, env, MARK, timeout)
 
 
 def main(argv=None) -> int:

@@ -15,12 +15,13 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+from benchmarks import children  # noqa: E402
 MARK = "MANY "
 
 
@@ -65,20 +66,12 @@ def main(argv=None) -> int:
     rows = {}
     for peer in tqdm(args.peers.split(","), desc="many graphs", file=sys.stderr):
         cache = tempfile.mkdtemp(prefix="jitflow-many-")
-        env = dict(os.environ, OPENBLAS_NUM_THREADS="1", JITFLOW_CACHE_DIR=cache,
-                   TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
-        env.pop("JITFLOW_COMPILE", None)
-        if peer == "jitflow-sync":
-            env["JITFLOW_COMPILE"] = "sync"
         try:
-            p = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", peer,
-                                "-n", str(args.n), "--start", str(args.start)], env=env,
-                               capture_output=True, text=True)
+            rows[peer] = children.run(
+                children.script_cmd(__file__, "--child", peer, "-n", str(args.n), "--start",
+                                    str(args.start)), children.peer_env(peer, cache), MARK)
         finally:
             shutil.rmtree(cache, ignore_errors=True)
-        line = [s for s in p.stdout.splitlines() if s.startswith(MARK)]
-        rows[peer] = json.loads(line[0][len(MARK):]) if line else {
-            "error": (p.stderr.strip().splitlines() or ["?"])[-1][:200]}
     ref = rows.get("tf1", {}).get("wall")
     print(f"{args.n} random programs from seed {args.start}:")
     for peer, r in rows.items():
@@ -86,7 +79,7 @@ def main(argv=None) -> int:
             print(f"  {peer:14s} error: {r['error']}")
             continue
         ratio = f"  ({ref / r['wall']:.2f}x TF1's speed)" if ref else ""
-        extra = {k: v for k, v in r.items() if k not in ("wall", "cpu")}
+        extra = {k: v for k, v in r.items() if k not in ("wall", "cpu", "process_wall")}
         print(f"  {peer:14s} {r['wall']:8.1f} s wall {r['cpu']:8.1f} s cpu{ratio}  {extra}")
     return 0
 

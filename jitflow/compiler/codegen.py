@@ -354,18 +354,17 @@ class _Writer:
 
     def column_sum(self, s: Reduce, how: str, axes: set, depth: int) -> bool:
         """A sum/mean over leading axes of a stored float array as one call of the math
-        library's column sum (see vecmath.colsum32); False when that does not apply."""
-        helper = self.vecmath.get(("exp", "float32"))   # the library is there (no JITFLOW_LIBM)
+        library's column sum (vecmath.colsum); False when that does not apply (also under
+        JITFLOW_LIBM=1, when kernels do not import the library)."""
         v = _column_sum_operand(s, how, axes)
-        if helper is None or v is None:
+        if not self.vecmath or v is None:
             return False
         out, op = s.out, s.op
         rows = " * ".join(_dim(s.dims[k]) for k in sorted(axes))
         cols = " * ".join(_dim(s.dims[k]) for k in range(len(s.ones)) if k not in axes)
-        lib = helper.rsplit(".", 1)[0]
+        lib = next(iter(self.vecmath.values())).rsplit(".", 1)[0]   # how kernels name it
         self.alloc(out, depth, op)
-        fn = f"{lib}.colsum{out.dtype[-2:]}"
-        self.emit(depth, f"{fn}({v.name}.reshape(({rows}, {cols})), "
+        self.emit(depth, f"{lib}.colsum({v.name}.reshape(({rows}, {cols})), "
                          f"{out.name}.reshape({cols}), {how == 'mean'})", op)
         return True
 
@@ -432,7 +431,8 @@ class _Writer:
                 self.emit(depth, f"f_{out.name} = {out.name}.reshape({out.name}.size)", op)
                 self.emit(depth, f"o{out.name} = 0", op)
             idx_k, d2 = self.open_loops(s.dims, s.ones, depth, op, skip=axes)
-            if _exact_constant(s.expr, how):
+            constant = _exact_constant(s.expr, how)
+            if constant:
                 # the sum of a constant (a gradient's count of elements): c * count, exact
                 self.emit(d2, f"{acc} = {_lit(s.expr.value, accdt)} * ({cnt})", op)
                 red = []
@@ -465,7 +465,7 @@ class _Writer:
                 val = self.expr(s.expr, idx, False, d3 + 1)
                 combine(acc, val, d3 + 1)
                 self.emit(d2, f"{acc} = ({acc} + {acc}_1) + ({acc}_2 + {acc}_3)", op)
-            elif red or not _exact_constant(s.expr, how):
+            elif not constant:
                 val = self.expr(s.expr, idx, False, d3)
                 combine(acc, val, d3)
             if out.rank > 0:

@@ -234,11 +234,7 @@ def _call(c: _Compiled, ins: list, vars_: list, seg: _Segment):
         out = _first_call_failed(fn, args, vs, seg, e)
     if counting:
         c.called = True
-        if len(fn.overloads) != n0:
-            if _cache_hits(fn) > h0:
-                STATS["numba_cache_hits"] += 1
-            else:
-                STATS["compiles"] += 1
+        _count_build(fn, h0, n0)
     return out
 
 
@@ -277,10 +273,7 @@ def _compile_job(c: Optional["_Compiled"], kinds: tuple, seg: Optional["_Segment
             compile_worker.compile_in_helper(c.cache_source, kinds)   # then a cache hit here
         h0, n0 = _cache_hits(c.fn), len(c.fn.overloads)
         c.fn.compile(sig)   # nothing to do when an identical kernel's job built it already
-        if _cache_hits(c.fn) > h0:
-            STATS["numba_cache_hits"] += 1
-        elif len(c.fn.overloads) > n0:
-            STATS["compiles"] += 1
+        _count_build(c.fn, h0, n0)
         if debug_level() >= 1:
             _debug(f"kernel of {len(seg.ops)} ops ready after {time.perf_counter() - t0:.2f} s "
                    "in the background: runs switch to native code")
@@ -293,6 +286,20 @@ def _compile_job(c: Optional["_Compiled"], kinds: tuple, seg: Optional["_Segment
             _fallback_warning(seg, c.error, bug=True)
     finally:
         c.ready = True
+
+
+def _undraw(drawn) -> None:
+    """Put random generators back to the states saved as (generator, state) pairs."""
+    for g, st in drawn:
+        g.bit_generator.state = st
+
+
+def _count_build(fn, hits_before: int, overloads_before: int) -> None:
+    """Count what giving `fn` a new overload was: a Numba cache hit or a compile."""
+    if _cache_hits(fn) > hits_before:
+        STATS["numba_cache_hits"] += 1
+    elif len(fn.overloads) > overloads_before:
+        STATS["compiles"] += 1
 
 
 def _disk_cached(fn) -> bool:
@@ -529,22 +536,20 @@ class Executable:
             return self._run_interpreter(feed_values, session)
         # the hoisted random ops draw before the kernel runs: if the run then goes to the
         # interpreter instead, it must draw the same numbers (each op has its own generator)
-        rngs = [session._rng_for(op) for op in self.pre]
-        drawn = [g.bit_generator.state for g in rngs]
+        drawn = [(g, g.bit_generator.state) for g in map(session._rng_for, self.pre)] \
+            if self.pre else ()
         try:
             if self.single:
                 return self._run_single(feed_values, bufs, state, session)
             return self._run_driver(feed_values, session)
         except _UseReferences:
             # the single segment has no kernel for these input classes yet, or none at all
-            for g, st in zip(rngs, drawn):
-                g.bit_generator.state = st
+            _undraw(drawn)
             return self._run_interpreter(feed_values, session)
         except _CheckFailed as e:
             # Shapes the kernel was not generated for (or invalid ones): the interpreter
             # gives the answer, or the error TF1 gives, naming the op.
-            for g, st in zip(rngs, drawn):
-                g.bit_generator.state = st
+            _undraw(drawn)
             op, what = e.args
             if self.debug >= 1:
                 _debug(f"{op.name} ({op.type}): {what}; running this step op by op")

@@ -254,7 +254,6 @@ _SKIP = ("NoOp",)
 _INT_DIVISION = ("FloorDiv", "FloorMod", "TruncateDiv", "TruncateMod")
 _NARROW_INTS = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
 MAX_INLINE_DEPTH = 64     # longer chains are stored every so often (bounded expression trees)
-MAX_KERNEL_OPS = 1500     # larger segments run op by op rather than compiling for minutes
 _ROW_HOW = {"Softmax": "softmax", "LogSoftmax": "log_softmax",
             "SoftmaxCrossEntropyWithLogits": "xent",
             "SparseSoftmaxCrossEntropyWithLogits": "sparse_xent"}

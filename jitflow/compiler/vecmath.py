@@ -575,20 +575,9 @@ _called = numba.njit(cache=_CACHE_HELPERS, **JIT_OPTIONS)
 
 
 @_called
-def colsum32(a, out, mean):
-    """out[j] = sum (or mean) over i of a[i, j], accumulated in float64 (a: [R, C] float32)."""
-    rows, cols = a.shape
-    acc = np.zeros(cols, np.float64)
-    for i in range(rows):
-        for j in range(cols):
-            acc[j] += a[i, j]
-    for j in range(cols):
-        out[j] = np.float32(acc[j] / rows if mean else acc[j])
-
-
-@_called
-def colsum64(a, out, mean):
-    """out[j] = sum (or mean) over i of a[i, j] (a: [R, C] float64)."""
+def colsum(a, out, mean):
+    """out[j] = sum (or mean) over i of a[i, j] (a: [R, C] float32 or float64), accumulated in
+    float64 and rounded once to out's dtype."""
     rows, cols = a.shape
     acc = np.zeros(cols, np.float64)
     for i in range(rows):
