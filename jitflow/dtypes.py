@@ -7,7 +7,7 @@ _PYBOOL = type(True)
 
 __all__ = [
     "DType", "as_dtype", "float16", "float32", "float64", "half", "double",
-    "int8", "int16", "int32", "int64", "uint8", "bool", "string",
+    "int8", "int16", "int32", "int64", "uint8", "bool", "string", "variant",
 ]
 
 
@@ -50,7 +50,7 @@ class DType:
 
     @property
     def is_numpy_compatible(self) -> bool:
-        return self is not string
+        return self is not string and self is not variant
 
     @property
     def size(self) -> int:
@@ -100,12 +100,16 @@ int64 = DType("int64", np.int64)
 uint8 = DType("uint8", np.uint8)
 bool_ = DType("bool", np.bool_)
 string = DType("string", object)
+# A host object (a TensorArray's contents, a while loop's kept iterations) in a rank-0 object
+# array; never inside a numeric kernel.
+variant = DType("variant", object)
 half = float16
 double = float64
 bool = bool_  # noqa: A001  (TF1 exports the name `tf.bool`)
 
 _ALL = [float16, float32, float64, int8, int16, int32, int64, uint8, bool_, string]
 _BY_NAME = {d.name: d for d in _ALL}
+_BY_NAME.update({"variant": variant, "DT_VARIANT": variant})
 _BY_NAME.update({"float": float32, "double": float64, "half": float16, "int": int32,
                  "long": int64, "bool_": bool_, "str": string,
                  "DT_FLOAT": float32, "DT_DOUBLE": float64, "DT_HALF": float16,

@@ -15,6 +15,7 @@ from typing import Optional
 
 import numpy as np
 
+from jitflow import dtypes as _dtypes
 from jitflow.graph import Graph, Operation, Tensor, convert_to_tensor, make_op
 
 __all__ = ["gradients", "hessians", "AggregationMethod", "UnconnectedGradients",
@@ -156,6 +157,8 @@ def _sum(contribs: list, name: str) -> Tensor:
     """Sum gradient contributions (one AddN; pairwise adds if AddN is not registered)."""
     if len(contribs) == 1:
         return contribs[0]
+    if contribs[0].dtype is _dtypes.variant:  # TensorArray gradients
+        return make_op("VariantAddN", contribs, name=name).outputs[0]
     from jitflow.ops.registry import REGISTRY
     if "AddN" in REGISTRY:
         return make_op("AddN", contribs, name=name).outputs[0]
@@ -174,12 +177,15 @@ def _ones_like(y: Tensor, name: str) -> Tensor:
 
 
 def _zeros_like(t: Tensor) -> Tensor:
+    if t.dtype is _dtypes.variant:
+        return make_op("VariantZerosLike", [t], name="zeros_like").outputs[0]
     zero = convert_to_tensor(np.zeros((), dtype=t.dtype.as_numpy_dtype), name="zeros")
     return make_op("BroadcastLike", [zero, t], name="zeros_like").outputs[0]
 
 
 def _is_float(t: Tensor) -> bool:
-    return t.dtype.is_floating
+    """Whether `t` carries a gradient: floats, and variants (TensorArrays of floats)."""
+    return t.dtype.is_floating or t.dtype is _dtypes.variant
 
 
 def gradients(ys, xs, grad_ys=None, name: str = "gradients",

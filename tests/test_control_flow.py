@@ -43,7 +43,7 @@ def test_cond_nested_structures_and_strict(backend):
 def test_cond_branches_of_different_shapes(backend):
     p = tf.placeholder(tf.bool, [])
     y = tf.cond(p, lambda: tf.constant([1.0, 2.0]), lambda: tf.constant([5.0, 6.0, 7.0]))
-    assert y.op.type == "CondPick" and y.shape.as_list() == [None]
+    assert y.op.type == "If" and y.shape.as_list() == [None]
     with tf.Session() as sess:
         np.testing.assert_array_equal(sess.run(y, {p: True}), [1.0, 2.0])
         np.testing.assert_array_equal(sess.run(y, {p: False}), [5.0, 6.0, 7.0])
@@ -71,14 +71,70 @@ def test_cond_with_random_branch_runs(backend):
         assert set(np.unique(v)) <= {0.0, 2.0}
 
 
-def test_cond_rejects_side_effects():
+def test_cond_runs_side_effects_of_the_taken_branch_only(backend):
     v = tf.Variable(1.0)
     p = tf.placeholder(tf.bool, [])
-    with pytest.raises(NotImplementedError, match="Assign.*side effects|side effects"):
-        tf.cond(p, lambda: tf.assign(v, 2.0), lambda: tf.identity(v))
-    with pytest.raises(NotImplementedError, match="false_fn"):
-        tf.cond(p, lambda: tf.identity(v),
-                lambda: tf.Print(v.read_value() if hasattr(v, "read_value") else v + 0, [v]))
+    y = tf.cond(p, lambda: tf.assign_add(v, 2.0), lambda: tf.identity(v) * 10.0)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert sess.run(y, {p: False}) == 10.0 and sess.run(v) == 1.0
+        assert sess.run(y, {p: True}) == 3.0 and sess.run(v) == 3.0
+        assert sess.run(y, {p: False}) == 30.0 and sess.run(v) == 3.0
+
+
+def test_untaken_branch_errors_and_asserts_do_not_run(backend):
+    p = tf.placeholder(tf.bool, [])
+    x = tf.constant([1.0, 2.0, 3.0])
+    i = tf.placeholder(tf.int32, [])
+
+    def checked():
+        with tf.control_dependencies([tf.Assert(False, ["never in the untaken branch"])]):
+            return tf.identity(x)
+
+    y = tf.cond(p, lambda: tf.gather(x, i), lambda: x[0])
+    z = tf.cond(p, checked, lambda: x * 2.0)
+    with tf.Session() as sess:
+        assert sess.run(y, {p: False, i: 99}) == 1.0
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            sess.run(y, {p: True, i: 99})
+        np.testing.assert_array_equal(sess.run(z, {p: False}), [2.0, 4.0, 6.0])
+        with pytest.raises(tf.errors.InvalidArgumentError, match="never in the untaken"):
+            sess.run(z, {p: True})
+
+
+def test_cond_gradient_of_untaken_log_of_zero_is_not_nan(backend):
+    """Gradients reach only the taken branch (a select would give 0 * inf = NaN)."""
+    x = tf.placeholder(tf.float32, [])
+    y = tf.cond(x > 0, lambda: tf.log(x), lambda: x * 3.0)
+    g, = tf.gradients(y, [x])
+    with tf.Session() as sess:
+        assert sess.run(g, {x: 0.0}) == 3.0
+        assert sess.run(g, {x: 2.0}) == 0.5
+
+
+def test_cond_outer_control_dependencies_run_once(backend):
+    v = tf.Variable(0.0)
+    p = tf.placeholder(tf.bool, [])
+    bump = tf.assign_add(v, 1.0)
+    with tf.control_dependencies([bump]):
+        y = tf.cond(p, lambda: v.read_value() * 1.0, lambda: v.read_value() * -1.0)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert sess.run(y, {p: True}) == 1.0
+        assert sess.run(y, {p: False}) == -2.0
+        assert sess.run(v) == 2.0
+
+
+def test_cond_returning_operations(backend):
+    v = tf.Variable(0.0)
+    p = tf.placeholder(tf.bool, [])
+    op = tf.cond(p, lambda: tf.assign(v, 5.0).op, lambda: tf.assign(v, -5.0).op)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(op, {p: True})
+        assert sess.run(v) == 5.0
+        sess.run(op, {p: False})
+        assert sess.run(v) == -5.0
 
 
 def test_cond_argument_errors():
@@ -142,12 +198,6 @@ def test_while_loop_maximum_iterations(backend):
                       maximum_iterations=5)
     with tf.Session() as sess:
         assert sess.run(r) == 32
-
-
-def test_while_loop_dynamic_condition_not_implemented():
-    n = tf.placeholder(tf.int32, [])
-    with pytest.raises(NotImplementedError, match="run-time values"):
-        tf.while_loop(lambda i: i < n, lambda i: i + 1, [tf.constant(0)])
 
 
 def test_assert_raises_only_when_false(backend):
@@ -260,18 +310,16 @@ def _flat(x):
     return [x]
 
 
-def test_map_fn_needs_a_static_length():
-    with pytest.raises(NotImplementedError, match="known at build time"):
-        tf.map_fn(lambda r: r, tf.placeholder(tf.float32, [None, 2]))
-
-
-def test_loops_reject_side_effects():
+def test_loops_and_map_fn_run_side_effects_each_iteration(backend):
     v = tf.Variable(0.0)
-    with pytest.raises(NotImplementedError, match="tf.while_loop: body.*AssignAdd"):
-        tf.while_loop(lambda i: i < 2, lambda i: (tf.assign_add(v, 1.0), i + 1)[1],
+    n = tf.placeholder(tf.int32, [])
+    i = tf.while_loop(lambda i: i < n, lambda i: tf.tuple([i + 1],
+                                                         control_inputs=[tf.assign_add(v, 1.0)])[0],
                       [tf.constant(0)])
-    with pytest.raises(NotImplementedError, match="tf.map_fn: fn"):
-        tf.map_fn(lambda r: tf.assign(v, r), tf.constant([1.0, 2.0]))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert sess.run(i, {n: 4}) == 4 and sess.run(v) == 4.0
+        assert sess.run(i, {n: 0}) == 0 and sess.run(v) == 4.0
 
 
 def test_variables_created_in_a_branch_are_allowed(backend):
@@ -283,25 +331,21 @@ def test_variables_created_in_a_branch_are_allowed(backend):
         assert sess.run(y, {p: True}) == 6.0 and sess.run(y, {p: False}) == 1.0
 
 
-def test_cond_select_is_fused_by_the_compiler():
-    """CondSelect is an elementwise template op: the numba backend compiles it in place."""
-    from jitflow.compiler import fuse
-    p = tf.placeholder(tf.bool, [])
-    x = tf.placeholder(tf.float32, [None, 3])
-    y = tf.cond(p, lambda: x * 2.0, lambda: x)
-    assert y.op.type == "CondSelect" and fuse.supported(y.op)
-
-
-def test_py_func_in_a_branch_only_when_stateless(backend):
+def test_py_func_in_a_branch_runs_only_when_taken(backend):
     p = tf.placeholder(tf.bool, [])
     x = tf.constant([1.0, 2.0])
-    with pytest.raises(NotImplementedError, match="PyFunc"):
-        tf.cond(p, lambda: tf.py_func(np.negative, [x], tf.float32), lambda: x)
-    y = tf.cond(p, lambda: tf.py_func(np.negative, [x], tf.float32, stateful=False),
-                lambda: x)
+    calls = []
+
+    def neg(a):
+        calls.append(1)
+        return np.negative(a)
+
+    y = tf.cond(p, lambda: tf.py_func(neg, [x], tf.float32), lambda: x)
     with tf.Session() as sess:
-        np.testing.assert_array_equal(sess.run(y, {p: True}), [-1.0, -2.0])
         np.testing.assert_array_equal(sess.run(y, {p: False}), [1.0, 2.0])
+        assert not calls
+        np.testing.assert_array_equal(sess.run(y, {p: True}), [-1.0, -2.0])
+        assert len(calls) == 1
 
 
 def test_while_loop_bound_from_a_static_shape(backend):

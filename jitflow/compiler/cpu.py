@@ -466,7 +466,8 @@ class Executable:
             if _fuse.supported(op):
                 cur.append(op)
             else:
-                if op.type not in _WARNED_OPS:
+                # host ops (control flow, TensorArrays) are host work by design: no warning
+                if op.op_def.kind != "host" and op.type not in _WARNED_OPS:
                     _WARNED_OPS.add(op.type)
                     warnings.warn(f"jitflow: op type {op.type} has no code generator; it runs "
                                   "through its NumPy reference", RuntimeWarning, stacklevel=5)

@@ -1,17 +1,10 @@
-"""Control flow: `tf.cond`, `tf.case`, `tf.while_loop` (static trip counts), `tf.Assert`.
+"""Control flow: `tf.cond`, `tf.case`, `tf.while_loop`, `tf.Assert`, `map_fn`/`scan`/folds.
 
-jitflow has no lazy control flow. `cond` builds both branches and selects the taken branch's
-outputs with `CondSelect` (elementwise, a scalar predicate; output named `cond/Merge` as in
-TF1) or, when the branches' static shapes differ, `CondPick` (returns whichever input the
-predicate picks, any shape). Consequences, all documented:
-- a branch must be free of side effects: one that creates an assignment, a print or an
-  assertion raises NotImplementedError at build time (both branches always run). Random ops
-  are allowed (dropout under `is_training`): the untaken branch's draw is discarded;
-- run-time errors in the untaken branch (e.g. an out-of-range gather) still raise;
-- gradients reach the untaken branch as zeros, so an untaken `log(0)` gives NaN gradients,
-  as with `tf.where`.
-`while_loop` unrolls when the loop condition folds to a constant at build time (a trip count
-known when the graph is built); anything else raises NotImplementedError.
+`cond` and `while_loop` are real control flow (see `jitflow.ops.functional`): a cond runs only
+its taken branch (side effects included) and a while loop runs a trip count decided at run
+time, its body compiled once. `CondSelect`/`CondPick` stay registered as elementwise and
+whole-tensor selects. `map_fn`, `scan`, `foldl` and `foldr` unroll over a leading dimension
+known when the graph is built and use a while loop over a TensorArray otherwise.
 """
 from __future__ import annotations
 
@@ -21,11 +14,12 @@ from typing import Callable, Optional
 import numpy as np
 
 from jitflow import dtypes as _dtypes
+from jitflow import errors
+from jitflow.ops import functional as _fn
 from jitflow.graph import (Operation, Tensor, convert_to_tensor, get_default_graph, make_op,
                            name_scope)
-from jitflow.ops.array import get_static_value
 from jitflow.ops.registry import Example, register
-from jitflow.shapes import TensorShape
+from jitflow.shapes import TensorShape, as_shape
 
 __all__ = [
     "cond", "case", "while_loop", "Assert", "assert_equal", "assert_none_equal", "assert_less",
@@ -37,10 +31,6 @@ NAMESPACES = {"debugging": ["Assert", "assert_equal", "assert_none_equal", "asse
                             "assert_less_equal", "assert_greater", "assert_greater_equal",
                             "assert_positive", "assert_negative", "assert_non_negative",
                             "assert_non_positive", "assert_rank"]}
-
-# Stateful ops that only read state: harmless when a branch runs although not taken.
-_READ_ONLY = {"VariableV2", "IsVariableInitialized", "VariableOrInitialValue"}
-
 
 # -- CondSelect / CondPick ------------------------------------------------------------------------
 def _check_pred(op) -> None:
@@ -97,29 +87,29 @@ def _cond_pick_grad(op, g):
             make_op("CondPick", [p, zeros_like_of(b), g], name="CondPickGrad").outputs[0]]
 
 
-def _cond_example(build_true, build_false, np_true, np_false, shapes, id_):
+def _select_example(np_true, np_false, shapes, id_):
     return Example(
-        build=lambda p, a, b: cond(p > 0, lambda: build_true(a, b), lambda: build_false(a, b)),
+        build=lambda p, a, b: make_op("CondSelect", [p > 0, a, b]).outputs[0],
         inputs=shapes, id=id_,
         expect=lambda p, a, b: np_true(a, b) if p > 0 else np_false(a, b))
 
 
 register("CondSelect", infer=_cond_select_infer, ref=_pick_ref, grad=_cond_select_grad,
          kind="elementwise", template="({1} if {0} else {2})", default_name="Merge",
-         doc="The output of `tf.cond`: input 1 when the scalar predicate is true, else input 2 "
-             "(both branches have the same shape).",
-         examples=[_cond_example(lambda a, b: a * 2.0, lambda a, b: b - a, lambda a, b: a * 2,
-                                 lambda a, b: b - a, [(), (2, 3), (2, 3)], "same"),
-                   _cond_example(lambda a, b: a * b, lambda a, b: a + 1.0, lambda a, b: a * b,
-                                 lambda a, b: a + 1, [(), (3,), (3,)], "vector")])
+         doc="A select by a scalar predicate: input 1 when it is true, else input 2 (both "
+             "computed; same shape). `tf.cond` runs only its taken branch (the If op).",
+         examples=[_select_example(lambda a, b: a, lambda a, b: b, [(), (2, 3), (2, 3)],
+                                   "same"),
+                   _select_example(lambda a, b: a, lambda a, b: b, [(), (3,), (3,)],
+                                   "vector")])
 register("CondPick", infer=_cond_infer, ref=_pick_ref, grad=_cond_pick_grad, kind="other",
          default_name="Merge",
-         doc="The output of `tf.cond` when the branches' static shapes differ: the input the "
-             "scalar predicate picks, whatever its shape.",
+         doc="A whole-tensor select by a scalar predicate: the input it picks, whatever its "
+             "shape (both computed).",
          examples=[Example(
-             build=lambda p, a, b: cond(p > 0, lambda: a * 3.0, lambda: b),
+             build=lambda p, a, b: make_op("CondPick", [p > 0, a, b]).outputs[0],
              inputs=[(), (2,), (3,)], id="shapes",
-             expect=lambda p, a, b: a * 3 if p > 0 else b)])
+             expect=lambda p, a, b: a if p > 0 else b)])
 
 
 # -- cond -----------------------------------------------------------------------------------------
@@ -156,44 +146,15 @@ def _same_structure(a, b) -> bool:
     return True
 
 
-class _Recorder:
-    """Records the ops a branch function creates and rejects those with side effects."""
-
-    def __init__(self, graph, what: str) -> None:
-        self.graph = graph
-        self.what = what
-
-    def __enter__(self) -> "_Recorder":
-        self.start = len(self.graph._ops)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if exc[0] is not None:
-            return
-        new = self.graph._ops[self.start:]
-        inits = set()
-        for op in new:  # variables created in a branch: their initializers run only on init
-            if op.type == "VariableV2":
-                inits.update(c for c in new if c.type == "Assign" and c.inputs[0].op is op
-                             and c.name == op.name + "/Assign")
-        for op in new:
-            d = op.op_def
-            if not d.stateful or d.kind == "random" or op.type in _READ_ONLY or op in inits:
-                continue
-            raise NotImplementedError(
-                f"{self.what} creates the stateful op '{op.name}' (type {op.type}). jitflow "
-                "has no lazy control flow: it builds both branches of a cond (and unrolls "
-                "loops) and runs everything built, so functions with side effects "
-                "(assignments, prints, assertions) are not supported there. Move the op out "
-                "(e.g. select the new value with tf.cond/tf.where, then assign once).")
-
-
 def cond(pred, true_fn: Optional[Callable] = None, false_fn: Optional[Callable] = None,
          strict: bool = False, name: Optional[str] = None, fn1=None, fn2=None):
-    """`tf.cond`: `true_fn()` if `pred` else `false_fn()` (both built and run; see module doc).
+    """`tf.cond`: `true_fn()` if `pred` else `false_fn()`; only the taken branch runs.
 
-    Returns the branches' common structure of tensors; with `strict=False` a one-element
-    list or tuple is unpacked, as TF1 does.
+    Each branch is built in its own region of the graph and becomes a sub-plan of one `If`
+    op (see `jitflow.ops.functional`): assignments, prints and assertions in a branch run
+    only when it is taken, and gradients reach only the taken branch. Returns the branches'
+    common structure of tensors (an Operation where both branches return operations); with
+    `strict=False` a one-element list or tuple is unpacked, as TF1 does.
     """
     if fn1 is not None:
         if true_fn is not None:
@@ -217,39 +178,176 @@ def cond(pred, true_fn: Optional[Callable] = None, false_fn: Optional[Callable] 
             raise ValueError(f"Shape must be rank 0 but is rank {p.shape.ndims}: the pred of "
                              "cond must be a scalar")
         graph = get_default_graph()
-        with _Recorder(graph, "tf.cond: true_fn"):
-            res_t = true_fn()
-        with _Recorder(graph, "tf.cond: false_fn"):
-            res_f = false_fn()
-        if res_t is None or res_f is None or not _flatten(res_t):
+        built = []
+        for fn in (true_fn, false_fn):
+            with _fn.Region(graph) as region:
+                res = fn()
+                flat = _flatten(res) if res is not None else []
+                conv = [x if isinstance(x, Operation) else convert_to_tensor(x) for x in flat]
+            built.append((region, res, conv))
+        (r_t, res_t, flat_t), (r_f, res_f, flat_f) = built
+        if res_t is None or res_f is None or not flat_t:
             raise ValueError("true_fn and false_fn must return at least one result.")
         if not _same_structure(res_t, res_f):
             raise ValueError(f"The two structures don't have the same nested structure.\n\n"
                              f"First structure: {res_t!r}\n\nSecond structure: {res_f!r}")
-        flat_t, flat_f = _flatten(res_t), _flatten(res_f)
-        out = []
+        outs_t, outs_f, targets_t, targets_f, kinds = [], [], [], [], []
         for a, b in zip(flat_t, flat_f):
             if isinstance(a, Operation) or isinstance(b, Operation):
                 if not (isinstance(a, Operation) and isinstance(b, Operation)):
                     raise ValueError("Outputs of true_fn and false_fn must both be operations "
                                      f"or both tensors: {a!r}, {b!r}")
-                from jitflow.ops.array import group
-                out.append(group(a, b, name="Merge"))
+                targets_t.append(a)
+                targets_f.append(b)
+                kinds.append("op")
                 continue
-            a = convert_to_tensor(a)
-            b = convert_to_tensor(b)
             if a.dtype.base_dtype != b.dtype.base_dtype:
                 raise ValueError("Outputs of true_fn and false_fn must have the same type: "
                                  f"{a.dtype.name}, {b.dtype.name}")
-            same = (a.shape.ndims is not None and b.shape.ndims is not None
-                    and a.shape.as_list() == b.shape.as_list())
-            op_type = "CondSelect" if same else "CondPick"
-            out.append(make_op(op_type, [p, a, b], name="Merge").outputs[0])
+            outs_t.append(a)
+            outs_f.append(b)
+            kinds.append("tensor")
+        branches = [_Branch(r_t, outs_t, targets_t), _Branch(r_f, outs_f, targets_f)]
+        captures: list = []
+        hoisted: list = []
+        for br in branches:
+            for t in br.captures:
+                if t not in captures:
+                    captures.append(t)
+            hoisted += [c for c in br.hoisted if c not in hoisted]
+        for br in branches:
+            br.cap_index = [captures.index(t) for t in br.captures]
+        spec = _CondSpec(branches, [_merged_shape(a.shape, b.shape)
+                                    for a, b in zip(outs_t, outs_f)])
+        op = graph.create_op("If", [p] + captures, {"cond": spec}, name="Merge",
+                             control_inputs=hoisted)
+        it = iter(op.outputs)
+        out = [op if k == "op" else next(it) for k in kinds]
         result = _pack_like(res_t, out)
         if not strict and isinstance(result, (list, tuple)) and len(result) == 1 \
                 and not hasattr(result, "_fields"):
             result = result[0]
         return result
+
+
+class _Branch:
+    """One branch of a cond: its region, outputs, run-only ops, captures and sub-plan."""
+
+    def __init__(self, region, outs: list, targets: list) -> None:
+        self.region = region
+        self.outs = outs
+        self.targets = targets
+        self.captures, self.hoisted, _ = _fn.analyze(region, outs, [], targets)
+        self.cap_index: list = []
+        self._sub = None
+
+    @property
+    def sub(self):
+        if self._sub is None:
+            self._sub = _fn.SubPlan(self.region, self.outs, self.captures, self.targets)
+        return self._sub
+
+
+class _CondSpec:
+    def __init__(self, branches: list, shapes: list) -> None:
+        self.branches = branches
+        self.shapes = shapes
+
+    def nested_writes(self) -> set:
+        return set().union(*(br.sub.writes for br in self.branches))
+
+    def __repr__(self) -> str:
+        return "<branches>"
+
+
+def _if_infer(op):
+    _check_pred(op)
+    spec = op.attrs["cond"]
+    return [(t.dtype, s) for t, s in zip(spec.branches[0].outs, spec.shapes)]
+
+
+def _if_ref(op, pred, *caps, ctx):
+    spec = op.attrs["cond"]
+    caps = _fn.resolve_inputs(caps, ctx)
+    br = spec.branches[0 if bool(pred) else 1]
+    return tuple(br.sub.run([caps[i] for i in br.cap_index], ctx))
+
+
+class _CondGradSpec:
+    def __init__(self, subs: list, cap_grad_index: list, n_caps: int) -> None:
+        self.subs = subs                      # per branch: (SubPlan, output per fetch, caps)
+        self.cap_grad_index = cap_grad_index  # union capture index of each IfGrad output
+        self.n_caps = n_caps
+
+    def nested_writes(self) -> set:
+        return set().union(*(sub.writes for sub, _, _ in self.subs))
+
+    def __repr__(self) -> str:
+        return "<branch gradients>"
+
+
+def _if_grad(op, *gs):
+    spec = op.attrs["cond"]
+    graph = op.graph
+    caps = list(op.inputs[1:])
+    diff_out = [k for k, t in enumerate(op.outputs) if _fn.is_differentiable(t)]
+    diff_cap = [j for j, t in enumerate(caps) if _fn.is_differentiable(t)]
+    if not diff_out or not diff_cap:
+        return [None] * len(op.inputs)
+    from jitflow.gradients import gradients
+    subs = []
+    with _fn.Region(graph) as back:
+        g_phs = [_fn.loop_var(op.outputs[k].dtype, op.outputs[k].shape, name="grad_in",
+                              owner="cond gradient") for k in diff_out]
+        for br in spec.branches:
+            xs = [caps[j] for j in diff_cap if caps[j] in br.captures]
+            ys = [br.outs[k] for k in diff_out]
+            grads = gradients(ys, xs, grad_ys=g_phs, stop_gradients=xs) if xs else []
+            fetch, where = [], []
+            for x, g in zip(xs, grads):
+                if g is not None:
+                    fetch.append(g)
+                    where.append(diff_cap.index(caps.index(x)))
+            br_caps = br.captures
+            subs.append((br, fetch, where, br_caps, g_phs))
+    built = []
+    for br, fetch, where, br_caps, g_phs_ in subs:
+        region = _fn.Region(graph, also=[br.region, back])
+        built.append((_fn.SubPlan(region, fetch, br_caps + g_phs_), where, br.cap_index))
+    gspec = _CondGradSpec(built, diff_cap, len(caps))
+    g_in = [gs[k] for k in diff_out]
+    gop = graph.create_op("IfGrad", [op.inputs[0]] + caps + g_in, {"grad": gspec},
+                          name="IfGrad")
+    out = [None] * len(op.inputs)
+    for i, j in enumerate(diff_cap):
+        out[1 + j] = gop.outputs[i]
+    return out
+
+
+def _if_grad_infer(op):
+    spec = op.attrs["grad"]
+    caps = op.inputs[1:]
+    return [(caps[j].dtype, caps[j].shape) for j in spec.cap_grad_index]
+
+
+def _if_grad_ref(op, pred, *rest, ctx):
+    spec = op.attrs["grad"]
+    caps_all = _fn.resolve_inputs(rest[:spec.n_caps], ctx)
+    g_in = list(rest[spec.n_caps:])
+    sub, where, cap_index = spec.subs[0 if bool(pred) else 1]
+    vals = sub.run([caps_all[i] for i in cap_index] + g_in, ctx)
+    out = [None] * len(spec.cap_grad_index)
+    for w, v in zip(where, vals):
+        out[w] = _fn.add_values(out[w], v)
+    return tuple(_fn.zeros_for(caps_all[j]) if v is None else v
+                 for v, j in zip(out, spec.cap_grad_index))
+
+
+register("If", infer=_if_infer, ref=_if_ref, grad=_if_grad, kind="host", needs_ctx=True,
+         default_name="If",
+         doc="`tf.cond`: runs the sub-plan of the branch its scalar predicate picks.")
+register("IfGrad", infer=_if_grad_infer, ref=_if_grad_ref, differentiable=False, kind="host",
+         needs_ctx=True, doc="The gradient of an `If`: the taken branch's backward sub-plan.")
 
 
 def case(pred_fn_pairs, default: Optional[Callable] = None, exclusive: bool = False,
@@ -304,14 +402,81 @@ def _identity(t: Tensor) -> Tensor:
 
 
 # -- while_loop -----------------------------------------------------------------------------------
+def _is_tensor_array(x) -> bool:
+    from jitflow.ops.tensor_array import TensorArray
+    return isinstance(x, TensorArray)
+
+
+def _loop_leaves(struct) -> list:
+    """The loop variables' leaves: TensorArrays stand for their flow tensor."""
+    out = []
+    for x in _flatten(struct):
+        if _is_tensor_array(x):
+            out.append(x.flow)
+        elif isinstance(x, Operation):
+            raise TypeError(f"tf.while_loop: loop variables must be tensors, got operation "
+                            f"'{x.name}'")
+        else:
+            out.append(convert_to_tensor(x))
+    return out
+
+
+def _rewrap(struct, flat: list):
+    """`flat` tensors in `struct`'s structure, TensorArrays rebuilt around their new flows."""
+    templates = _flatten(struct)
+    vals = [t.with_flow(f) if _is_tensor_array(t) else f for t, f in zip(templates, flat)]
+    return _pack_like(struct, vals)
+
+
+def _shape_ok(out: TensorShape, inv: TensorShape) -> bool:
+    """Whether a body output of shape `out` fits the loop variable's invariant `inv`."""
+    if inv.ndims is None:
+        return True
+    if out.ndims is None:
+        return False
+    if out.ndims != inv.ndims:
+        return False
+    return all(i is None or o is None or i == o for o, i in zip(out.as_list(), inv.as_list()))
+
+
+class _LoopSpec:
+    """A while loop's body region: its inputs, outputs, next predicate and captures."""
+
+    def __init__(self, region, phs: list, outs: list, next_pred: Tensor, back_prop: bool):
+        self.region = region
+        self.phs = phs
+        self.outs = outs
+        self.next_pred = next_pred
+        self.back_prop = back_prop
+        self.captures, self.hoisted, _ = _fn.analyze(region, outs + [next_pred], phs)
+        self.traced = False   # set when a gradient needs each iteration's loop variables
+        self._sub = None
+
+    @property
+    def sub(self):
+        if self._sub is None:
+            self._sub = _fn.SubPlan(self.region, self.outs + [self.next_pred],
+                                    self.phs + self.captures)
+        return self._sub
+
+    def nested_writes(self) -> set:
+        return self.sub.writes
+
+    def __repr__(self) -> str:
+        return "<loop body>"
+
+
 def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations: int = 10,
                back_prop: bool = True, swap_memory: bool = False, name: Optional[str] = None,
                maximum_iterations=None, return_same_structure: bool = False):
-    """`tf.while_loop` for loops whose trip count is known when the graph is built.
+    """`tf.while_loop`: repeat `body` while `cond` holds, with a trip count known at run time.
 
-    The loop is unrolled while `cond(*loop_vars)` folds to a constant (e.g. a counter
-    starting from a constant compared with a constant bound); a condition that depends on
-    run-time values raises NotImplementedError.
+    The body (and the condition on its results) is built once in a region of the graph and
+    runs as a sub-plan of one `While` op, compiled once whatever the trip count (see
+    `jitflow.ops.functional`). Loop variables may be tensors, nested structures of them and
+    TensorArrays. A loop variable whose shape changes between iterations needs a
+    `shape_invariants` entry, as in TF1; `parallel_iterations` and `swap_memory` are accepted
+    and change nothing. With `back_prop=False` no gradient flows through the loop.
     """
     if not callable(cond):
         raise TypeError("cond must be callable.")
@@ -320,130 +485,290 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     if parallel_iterations < 1:
         raise TypeError("parallel_iterations must be a positive integer.")
     single = not isinstance(loop_vars, (list, tuple))
-    limit = None
-    if maximum_iterations is not None:
-        limit = get_static_value(convert_to_tensor(maximum_iterations))
-        if limit is None:
-            raise NotImplementedError("tf.while_loop: maximum_iterations must be known at build "
-                                      "time in jitflow")
-        limit = int(limit)
-    cap = 10000
-    with name_scope(name, "while", _flatten(loop_vars)):
-        vars_ = loop_vars
-        n = 0
-        while True:
-            if limit is not None and n >= limit:
-                break
-            args = (vars_,) if single else tuple(vars_)
-            c = cond(*args)
-            value = _constant_fold(convert_to_tensor(c))
-            if value is None:
-                raise NotImplementedError(
-                    "tf.while_loop: jitflow has no dynamic loops; it unrolls a loop only when "
-                    "its condition is known at build time (constant loop variables in the "
-                    "condition). This condition depends on run-time values: "
-                    f"{getattr(c, 'name', c)!r}. Write the loop in Python, or use vectorized "
-                    "ops (tf.cumsum, tf.scan-like reductions).")
-            if not bool(value):
-                break
-            if n >= cap:
-                raise NotImplementedError(f"tf.while_loop: more than {cap} iterations to unroll")
-            graph = get_default_graph()
-            with _Recorder(graph, "tf.while_loop: body"):
-                new = body(*args)
+    if not single and not loop_vars:
+        raise ValueError("No loop variables provided")
+    with name_scope(name, "while", [x for x in _flatten(loop_vars) if isinstance(x, Tensor)]):
+        graph = get_default_graph()
+        inits = _loop_leaves(loop_vars)
+        if shape_invariants is not None:
+            if not _same_structure(shape_invariants, loop_vars):
+                raise ValueError("shape_invariants must have the same structure as loop_vars")
+            invs = []
+            for x, s, t in zip(_flatten(loop_vars), _flatten(shape_invariants), inits):
+                invs.append(t.shape if _is_tensor_array(x) or s is None else as_shape(s))
+        else:
+            invs = [t.shape for t in inits]
+        for t, inv in zip(inits, invs):
+            if not _shape_ok(t.shape, inv):
+                raise ValueError(f"The shape invariant specified for {t.name} is not compatible "
+                                 f"with the initial shape of the loop variable. It enters the "
+                                 f"loop with shape {_fn.shape_str(t.shape)}, but the specified "
+                                 f"shape invariant is {_fn.shape_str(inv)}.")
+        if maximum_iterations is not None:
+            from jitflow.ops.math import cast
+            limit = convert_to_tensor(maximum_iterations, name="maximum_iterations")
+            if limit.shape.ndims not in (None, 0):
+                raise ValueError(f"maximum_iterations must be a scalar, saw shape: "
+                                 f"{limit.shape}")
+            if not limit.dtype.is_integer:
+                raise TypeError(f"maximum_iterations must be an integer, got "
+                                f"{limit.dtype.name}")
+            limit = cast(limit, _dtypes.int64)
+        else:
+            limit = convert_to_tensor(np.int64(-1), name="maximum_iterations")
+
+        def call(fn, struct):
+            return fn(struct) if single else fn(*struct)
+
+        pred0 = convert_to_tensor(call(cond, _rewrap(loop_vars, inits)))
+        _check_loop_pred(pred0)
+        with _fn.Region(graph) as region:
+            phs = [_fn.loop_var(t.dtype, inv, name="Identity") for t, inv in zip(inits, invs)]
+            args = _rewrap(loop_vars, phs)
+            new = call(body, args)
             if single and isinstance(new, (list, tuple)) and len(new) == 1:
                 new = new[0]
             if not single and not isinstance(new, (list, tuple)):
                 new = [new]
-            if not _same_structure(new, vars_):
+            if not _same_structure(new, loop_vars):
                 raise ValueError("The two structures don't have the same nested structure: "
-                                 f"loop_vars {vars_!r} and body output {new!r}")
-            vars_ = _pack_like(vars_, [convert_to_tensor(x) for x in _flatten(new)])
-            n += 1
-        out = _pack_like(vars_, [convert_to_tensor(x) for x in _flatten(vars_)])
+                                 f"loop_vars {loop_vars!r} and body output {new!r}")
+            outs = _loop_leaves(new)
+            for t, o, inv in zip(inits, outs, invs):
+                if o.dtype.base_dtype != t.dtype.base_dtype:
+                    raise TypeError(f"Loop variable {t.name} enters the loop with type "
+                                    f"{t.dtype.name} but has type {o.dtype.name} after one "
+                                    "iteration")
+                if not _shape_ok(o.shape, inv):
+                    raise ValueError(
+                        f"Input tensor '{t.name}' enters the loop with shape "
+                        f"{_fn.shape_str(inv)}, but has shape {_fn.shape_str(o.shape)} after one "
+                        "iteration. To allow the shape to vary across iterations, use the "
+                        "`shape_invariants` argument of tf.while_loop to specify a "
+                        "less-specific shape.")
+            next_pred = convert_to_tensor(call(cond, _rewrap(loop_vars, outs)))
+            _check_loop_pred(next_pred)
+        spec = _LoopSpec(region, phs, outs, next_pred, bool(back_prop))
+        op = graph.create_op("While", inits + [pred0, limit] + spec.captures,
+                             {"body": spec, "parallel_iterations": int(parallel_iterations)},
+                             name="Exit", control_inputs=spec.hoisted)
+        out = _rewrap(loop_vars, list(op.outputs[:len(inits)]))
         if not single and not return_same_structure and len(out) == 1:
             return out[0]
         return out
 
 
-def _constant_fold(t: Tensor, max_ops: int = 500):
-    """The value of `t` if it depends only on constants and static shapes (run through the
-    references), else None."""
-    value = get_static_value(t)
-    if value is not None:
-        return value
-    env: dict = {}
-    order, seen, stack = [], set(), [(t.op, False)]
-    while stack:
-        op, done = stack.pop()
-        if done:
-            order.append(op)
+def _check_loop_pred(p: Tensor) -> None:
+    if not p.dtype.is_bool or p.shape.ndims not in (None, 0):
+        raise ValueError(f"tf.while_loop: cond must return a boolean scalar, got {p.dtype.name} "
+                         f"of shape {p.shape}")
+
+
+def _while_infer(op):
+    spec = op.attrs["body"]
+    return [(t.dtype, t.shape) for t in spec.phs] + [(_dtypes.variant, TensorShape([]))]
+
+
+def _while_ref(op, *args, ctx):
+    spec = op.attrs["body"]
+    n = len(spec.phs)
+    vals = _fn.resolve_inputs(args, ctx)
+    cur = vals[:n]
+    pred = bool(vals[n])
+    limit = int(vals[n + 1])
+    caps = vals[n + 2:]
+    trace = [] if spec.traced and spec.back_prop else None
+    sub = spec.sub
+    i = 0
+    while pred and (limit < 0 or i < limit):
+        if trace is not None:
+            trace.append(cur)
+        res = sub.run(cur + caps, ctx)
+        cur = res[:n]
+        pred = bool(res[n])
+        i += 1
+    return tuple(cur) + (_fn.box(trace),)
+
+
+class _LoopGradSpec:
+    def __init__(self, sub, diff: list, diff_cap: list, where: list, n_caps: int) -> None:
+        self.sub = sub            # backward body: (loop vars, captures, grads) -> grads
+        self.diff = diff          # loop variable indices with a gradient
+        self.diff_cap = diff_cap  # capture indices with a gradient
+        self.where = where        # per fetch: ("var", k) or ("cap", j) (positions in outputs)
+        self.n_caps = n_caps
+
+    def nested_writes(self) -> set:
+        return self.sub.writes
+
+    def __repr__(self) -> str:
+        return "<loop body gradient>"
+
+
+def _while_grad(op, *gs):
+    spec = op.attrs["body"]
+    n = len(spec.phs)
+    caps = list(op.inputs[n + 2:])
+    if not spec.back_prop:
+        return [None] * len(op.inputs)
+    diff = [k for k in range(n) if _fn.is_differentiable(spec.phs[k])]
+    diff_cap = [j for j, t in enumerate(caps) if _fn.is_differentiable(t)]
+    if not diff:
+        return [None] * len(op.inputs)
+    from jitflow.gradients import gradients
+    graph = op.graph
+    with _fn.Region(graph) as back:
+        g_phs = [_fn.loop_var(spec.phs[k].dtype, spec.phs[k].shape, name="grad_in",
+                              owner="while loop gradient") for k in diff]
+        xs = [spec.phs[k] for k in diff] + [caps[j] for j in diff_cap]
+        grads = gradients([spec.outs[k] for k in diff], xs, grad_ys=g_phs,
+                          stop_gradients=[caps[j] for j in diff_cap])
+    fetch, where = [], []
+    for i, g in enumerate(grads):
+        if g is None:
             continue
-        if op in seen:
-            continue
-        seen.add(op)
-        d = op.op_def
-        if op.type == "Placeholder" or d.stateful or d.needs_ctx or d.kind == "random" \
-                or op.control_inputs or len(seen) > max_ops:
-            return None
-        stack.append((op, True))
-        for x in op.inputs:
-            if x in env or x.op in seen:
-                continue
-            known = get_static_value(x)  # e.g. tf.shape of a fully defined placeholder
-            if known is not None:
-                env[x] = known
+        fetch.append(g)
+        where.append(i)   # position among the WhileGrad outputs (vars first, then captures)
+    region = _fn.Region(graph, also=[spec.region, back])
+    sub = _fn.SubPlan(region, fetch, spec.phs + caps + g_phs)
+    gspec = _LoopGradSpec(sub, diff, diff_cap, where, len(caps))
+    spec.traced = True
+    g_in = [gs[k] for k in diff]
+    gop = graph.create_op("WhileGrad", [op.outputs[n]] + caps + g_in, {"grad": gspec},
+                          name="WhileGrad")
+    out = [None] * len(op.inputs)
+    for i, k in enumerate(diff):
+        out[k] = gop.outputs[i]
+    for i, j in enumerate(diff_cap):
+        out[n + 2 + j] = gop.outputs[len(diff) + i]
+    return out
+
+
+def _while_grad_infer(op):
+    spec = op.attrs["grad"]
+    caps = op.inputs[1:1 + spec.n_caps]
+    g_in = op.inputs[1 + spec.n_caps:]
+    return [(t.dtype, t.shape) for t in g_in] + [(caps[j].dtype, caps[j].shape)
+                                                 for j in spec.diff_cap]
+
+
+def _while_grad_ref(op, trace, *rest, ctx):
+    spec = op.attrs["grad"]
+    trace = _fn.unbox(trace)
+    if trace is None:
+        raise errors.InternalError(None, op, f"{op.name}: the forward loop kept no iterations")
+    caps = _fn.resolve_inputs(rest[:spec.n_caps], ctx)
+    g = list(rest[spec.n_caps:])
+    nd = len(spec.diff)
+    acc = [None] * len(spec.diff_cap)
+    for cur in reversed(trace):
+        vals = spec.sub.run(list(cur) + caps + g, ctx)
+        new_g = [None] * nd
+        for w, v in zip(spec.where, vals):
+            if w < nd:
+                new_g[w] = v
             else:
-                stack.append((x.op, False))
-    from jitflow.interpreter import run_op_reference
-    with np.errstate(all="ignore"):
-        for op in order:
-            args = [env[x] for x in op.inputs]
-            for out, v in zip(op.outputs, run_op_reference(op, args, None)):
-                env[out] = v
-    return env[t]
+                acc[w - nd] = _fn.add_values(acc[w - nd], v)
+        g = [_fn.zeros_for(cur[k]) if v is None else v for v, k in zip(new_g, spec.diff)]
+    return tuple(g) + tuple(_fn.zeros_for(caps[j]) if a is None else a
+                            for a, j in zip(acc, spec.diff_cap))
 
 
-# -- map_fn, scan, foldl, foldr: unrolled over a leading dimension known at build time ----------
-def _unstacked(elems, what: str):
-    """(structure, per-element lists of slices, n) for a nest of tensors of equal length."""
-    from jitflow.ops.array import unstack
+register("While", infer=_while_infer, ref=_while_ref, grad=_while_grad, kind="host",
+         needs_ctx=True, default_name="While",
+         doc="`tf.while_loop`: runs its body's sub-plan while the predicate holds; the last "
+             "output keeps each iteration's loop variables for the gradient.")
+register("WhileGrad", infer=_while_grad_infer, ref=_while_grad_ref, differentiable=False,
+         kind="host", needs_ctx=True,
+         doc="The gradient of a `While`: the body's backward sub-plan from the last iteration "
+             "to the first.")
+
+
+# -- map_fn, scan, foldl, foldr ---------------------------------------------------------------------
+# A leading dimension known at build time and at most _UNROLL long is unrolled (the copies fuse
+# into kernels); anything else is a while loop over TensorArrays, as in TF1.
+_UNROLL = 32
+
+
+def _elems(elems, what: str) -> tuple:
+    """(flat tensors, static length or None, dynamic length tensor)."""
     flat = [convert_to_tensor(e) for e in _flatten(elems)]
     if not flat:
         raise ValueError(f"{what}: elems must not be empty")
+    for t in flat:
+        if t.shape.ndims == 0:
+            raise ValueError(f"{what}: elements in elems must be 1+ dimensional Tensors, not "
+                             f"scalars: {t.name}")
     dims = [t.shape.as_list()[0] if t.shape.ndims else None for t in flat]
-    n = dims[0]
-    if n is None or any(d != n for d in dims):
-        raise NotImplementedError(
-            f"{what}: jitflow unrolls the loop, so the first dimension of elems must be known "
-            f"at build time and equal for all of them (got {dims})")
+    known = [d for d in dims if d is not None]
+    if len(set(known)) > 1:
+        raise ValueError(f"{what}: the first dimension of all elems must be equal, got {dims}")
+    from jitflow.ops.array import shape as _shape
+    n_static = known[0] if known else None
+    return flat, n_static, _shape(flat[0], out_type=_dtypes.int32)[0]
+
+
+def _unrolled(flat: list, n: int, elems) -> list:
+    from jitflow.ops.array import unstack
     columns = [unstack(t, num=n) for t in flat]
-    return [_pack_like(elems, [c[i] for c in columns]) for i in range(n)], n
+    return [_pack_like(elems, [c[i] for c in columns]) for i in range(n)]
 
 
-def _stack_results(results: list, what: str):
+def _stack_results(results: list):
     from jitflow.ops.array import stack
-    if not results:
-        raise NotImplementedError(f"{what}: elems of length 0 are not supported")
     flat = [[convert_to_tensor(x) for x in _flatten(r)] for r in results]
     stacked = [stack([f[i] for f in flat]) for i in range(len(flat[0]))]
     return _pack_like(results[0], stacked)
+
+
+def _input_arrays(flat: list, n):
+    from jitflow.ops.tensor_array import TensorArray
+    return [TensorArray(t.dtype, size=n, element_shape=t.shape.as_list()[1:]
+                        if t.shape.ndims is not None else None).unstack(t) for t in flat]
+
+
+def _slices(tas: list, elems, i):
+    return _pack_like(elems, [ta.read(i) for ta in tas])
 
 
 def map_fn(fn: Callable, elems, dtype=None, parallel_iterations=None, back_prop: bool = True,
            swap_memory: bool = False, infer_shape: bool = True, name: Optional[str] = None):
     """`tf.map_fn`: `fn` applied to each slice of `elems` along axis 0, results stacked.
 
-    Unrolled at build time: the length of axis 0 must be known.
+    `dtype` gives the structure and dtypes of fn's results when they differ from elems'.
     """
     if not callable(fn):
         raise TypeError("fn must be callable.")
     with name_scope(name, "map", _flatten(elems)):
-        items, _ = _unstacked(elems, "map_fn")
-        graph = get_default_graph()
-        with _Recorder(graph, "tf.map_fn: fn"):
-            results = [fn(x) for x in items]
-        return _stack_results(results, "map_fn")
+        flat, n_static, n = _elems(elems, "map_fn")
+        if n_static is not None and 0 < n_static <= _UNROLL:
+            return _stack_results([fn(x) for x in _unrolled(flat, n_static, elems)])
+        from jitflow.ops.tensor_array import TensorArray
+        out_struct = dtype if dtype is not None else elems
+        out_dtypes = [_dtypes.as_dtype(d) for d in _flatten(dtype)] if dtype is not None \
+            else [t.dtype for t in flat]
+        tas = _input_arrays(flat, n)
+        accs = [TensorArray(d, size=n, infer_shape=infer_shape) for d in out_dtypes]
+
+        def body(i, *accs):
+            y = fn(_slices(tas, elems, i))
+            ys = _flatten(y)
+            if len(ys) != len(accs):
+                raise ValueError("The structure of fn's result does not match dtype: "
+                                 f"{len(ys)} results for {len(accs)} dtypes")
+            return (i + 1,) + tuple(a.write(i, v) for a, v in zip(accs, ys))
+
+        res = while_loop(lambda i, *_: i < n, body, [constant_i32(0)] + accs,
+                         parallel_iterations=parallel_iterations or 10, back_prop=back_prop)
+        out = [ta.stack() for ta in res[1:]]
+        for t in out:
+            if n_static is not None and t.shape.ndims is not None:
+                t.set_shape([n_static] + t.shape.as_list()[1:])
+        return _pack_like(out_struct, out)
+
+
+def constant_i32(v: int) -> Tensor:
+    return convert_to_tensor(np.int32(v))
 
 
 def scan(fn: Callable, elems, initializer=None, parallel_iterations: int = 10,
@@ -453,48 +778,96 @@ def scan(fn: Callable, elems, initializer=None, parallel_iterations: int = 10,
     if not callable(fn):
         raise TypeError("fn must be callable.")
     with name_scope(name, "scan", _flatten(elems)):
-        items, n = _unstacked(elems, "scan")
-        order = list(range(n))[::-1] if reverse else list(range(n))
-        if initializer is None:
-            acc, order = items[order[0]], order[1:]
-            results = {0 if not reverse else n - 1: acc}
-        else:
-            acc, results = initializer, {}
-        graph = get_default_graph()
-        with _Recorder(graph, "tf.scan: fn"):
+        flat, n_static, n = _elems(elems, "scan")
+        if n_static is not None and 0 < n_static <= _UNROLL:
+            items = _unrolled(flat, n_static, elems)
+            order = list(range(n_static))[::-1] if reverse else list(range(n_static))
+            if initializer is None:
+                acc, order = items[order[0]], order[1:]
+                results = {0 if not reverse else n_static - 1: acc}
+            else:
+                acc, results = initializer, {}
             for i in order:
                 acc = fn(acc, items[i])
                 results[i] = acc
-        return _stack_results([results[i] for i in sorted(results)], "scan")
+            return _stack_results([results[i] for i in sorted(results)])
+        from jitflow.ops.tensor_array import TensorArray
+        tas = _input_arrays(flat, n)
+
+        def index(i):
+            return n - 1 - i if reverse else i
+
+        if initializer is None:
+            a0 = _slices(tas, elems, index(constant_i32(0)))
+            start = 1
+        else:
+            a0 = initializer
+            start = 0
+        a0_flat = [convert_to_tensor(x) for x in _flatten(a0)]
+        accs = [TensorArray(t.dtype, size=n, infer_shape=infer_shape) for t in a0_flat]
+        if start:
+            accs = [ta.write(index(constant_i32(0)), t) for ta, t in zip(accs, a0_flat)]
+
+        def body(i, a, *accs):
+            a2 = fn(_pack_like(a0, a), _slices(tas, elems, index(i)))
+            a2_flat = [convert_to_tensor(x) for x in _flatten(a2)]
+            return (i + 1, a2_flat) + tuple(ta.write(index(i), t)
+                                             for ta, t in zip(accs, a2_flat))
+
+        res = while_loop(lambda i, *_: i < n, body,
+                         [constant_i32(start), a0_flat] + accs,
+                         parallel_iterations=parallel_iterations, back_prop=back_prop)
+        out = [ta.stack() for ta in res[2:]]
+        return _pack_like(a0, out)
 
 
-def _fold_over(fn: Callable, elems, initializer, reverse: bool, what: str, name):
+def _fold_over(fn: Callable, elems, initializer, reverse: bool, what: str, name,
+               back_prop: bool = True):
     if not callable(fn):
         raise TypeError("fn must be callable.")
     with name_scope(name, what, _flatten(elems)):
-        items, n = _unstacked(elems, what)
-        if reverse:
-            items = items[::-1]
-        if initializer is None:
-            acc, items = items[0], items[1:]
-        else:
-            acc = initializer
-        with _Recorder(get_default_graph(), f"tf.{what}: fn"):
+        flat, n_static, n = _elems(elems, what)
+        if n_static is not None and 0 < n_static <= _UNROLL:
+            items = _unrolled(flat, n_static, elems)
+            if reverse:
+                items = items[::-1]
+            if initializer is None:
+                acc, items = items[0], items[1:]
+            else:
+                acc = initializer
             for x in items:
                 acc = fn(acc, x)
-        return acc
+            return acc
+        tas = _input_arrays(flat, n)
+
+        def index(i):
+            return n - 1 - i if reverse else i
+
+        if initializer is None:
+            a0, start = _slices(tas, elems, index(constant_i32(0))), 1
+        else:
+            a0, start = initializer, 0
+        a0_flat = [convert_to_tensor(x) for x in _flatten(a0)]
+
+        def body(i, a):
+            a2 = fn(_pack_like(a0, a), _slices(tas, elems, index(i)))
+            return i + 1, [convert_to_tensor(x) for x in _flatten(a2)]
+
+        _, a = while_loop(lambda i, a: i < n, body, [constant_i32(start), a0_flat],
+                          back_prop=back_prop)
+        return _pack_like(a0, a)
 
 
 def foldl(fn: Callable, elems, initializer=None, parallel_iterations: int = 10,
           back_prop: bool = True, swap_memory: bool = False, name: Optional[str] = None):
-    """`tf.foldl`: `fn(fn(fn(init, x0), x1), ...)` over axis 0 (unrolled)."""
-    return _fold_over(fn, elems, initializer, False, "foldl", name)
+    """`tf.foldl`: `fn(fn(fn(init, x0), x1), ...)` over axis 0."""
+    return _fold_over(fn, elems, initializer, False, "foldl", name, back_prop)
 
 
 def foldr(fn: Callable, elems, initializer=None, parallel_iterations: int = 10,
           back_prop: bool = True, swap_memory: bool = False, name: Optional[str] = None):
     """`tf.foldr`: like foldl from the last element to the first."""
-    return _fold_over(fn, elems, initializer, True, "foldr", name)
+    return _fold_over(fn, elems, initializer, True, "foldr", name, back_prop)
 
 
 # -- Assert and the assert_* family ---------------------------------------------------------------

@@ -10,7 +10,9 @@ An entry (`OpDef`) has
   `differentiable=False` declares an op whose inputs get no gradient (argmax, equal, shape);
 - `template`: for elementwise ops, the scalar source template the code generator fuses
   (`"({0} * {1})"`), or a callable `template(op) -> str`;
-- `kind`: "elementwise", "reduce", "matmul", "source", "state", "random", "shape" or "other".
+- `kind`: "elementwise", "reduce", "matmul", "source", "state", "random", "shape", "host"
+  (host work by design: control flow, TensorArrays; never in a kernel, no fallback warning) or
+  "other".
 """
 from __future__ import annotations
 
