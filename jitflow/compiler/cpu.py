@@ -39,6 +39,7 @@ from jitflow.compiler import cache as _cache
 from jitflow.compiler import fuse as _fuse
 from jitflow.compiler import partition as _partition
 from jitflow.compiler import runtime_shapes as _rs
+from jitflow.compiler import window_kernels as _wk
 from jitflow.compiler.codegen import ERROR_PREFIX, generate_function
 from jitflow.compiler.plan import Plan
 
@@ -79,8 +80,8 @@ def _guard_vecmath_caches() -> None:
     """Let Numba read only private cache files for the math helpers (once per process)."""
     if not _GUARDED:
         _GUARDED.append(True)
-        from jitflow.compiler import vecmath
-        for fn in getattr(vecmath, "FUNCS", {}).values():
+        from jitflow.compiler import nnlib, vecmath
+        for fn in list(getattr(vecmath, "FUNCS", {}).values()) + list(nnlib.FUNCS.values()):
             _cache._guard_numba_cache(fn)
 
 
@@ -163,6 +164,8 @@ def generate_segment(seg: _Segment, in_arrays, var_arrays, reason: str) -> _Comp
     vm_names, vm_import = _vecmath_table()
     tagged = generate_function(kernel, "kernel", vm_names)
     body = _TAG.sub("", tagged)
+    if f"{_wk.LIBRARY}." in body:   # convolutions and pooling call the window-op library
+        vm_import += _wk.import_line()
     source = module_source(body, vm_import)
     try:
         # generated code is valid by construction; this proves it before Numba sees it
@@ -239,6 +242,14 @@ def _call(c: _Compiled, ins: list, vars_: list, seg: _Segment):
 
 
 _REFERENCES = "references"   # seg.compiled value: this class runs through the references
+_WRITES = ("Assign", "AssignAdd", "AssignSub")
+
+
+def _has_value_checks(kernel) -> bool:
+    """Whether `kernel` checks element values (which can fail for new data of a shape that
+    passed before): index ranges and integer divisors."""
+    return any(isinstance(c, (_fuse.RangeCheck, _fuse.NonZeroCheck))
+               for c in list(kernel.checks) + list(kernel.stmts))
 
 
 def _signature(kinds: tuple) -> tuple:
@@ -416,6 +427,8 @@ class Executable:
                     if op.type in ("Assign", "AssignAdd", "AssignSub"):
                         written.add(op.inputs[0].op)
         self.var_ops = vars_
+        self.all_native = all(isinstance(s, _Segment) for s in self.steps)
+        self._in_place_keys: set = set()   # input shapes whose runs write variables in place
         self.extra_vars = [v for v in plan.variables if v not in vars_]
         self.written = [v for v in vars_ if v in written]
         self.exact: dict = {}
@@ -683,8 +696,21 @@ class Executable:
         for op, v in zip(self.pre, self._draw_with_feeds(feed_values, session)):
             env[op.outputs[0]] = v
         ctx = RunContext(session)
-        for v in self.written:
-            ctx.pending[v] = np.array(session._state[v], copy=True)
+        # A run writes its variables in place when this input shape has run before with every
+        # step native and no check that could still fail after the first write (see
+        # `_note_in_place`); otherwise the kernels write copies, committed at the end, so a
+        # failing run changes nothing.
+        shape_key = None
+        if self.all_native and self.written:
+            state = session._state
+            shape_key = tuple([np.shape(a) for a in feed_values]
+                              + [np.shape(state[v]) for v in self.var_ops])
+        in_place = shape_key is not None and shape_key in self._in_place_keys
+        if not in_place:
+            for v in self.written:
+                ctx.pending[v] = np.array(session._state[v], copy=True)
+            STATS["variable_copies"] = STATS.get("variable_copies", 0) + len(self.written)
+        native = []   # the kernel of each segment, when every step ran one
         with np.errstate(all="ignore"):
             for step in self.steps:
                 if isinstance(step, _Segment):
@@ -704,9 +730,15 @@ class Executable:
                             raise _UseReferences()
                         out = self._call_checked(c, ins, bufs, step)
                     except _UseReferences:
+                        if in_place:   # cannot happen: every kernel of this shape is ready
+                            raise RuntimeError("jitflow: a kernel of an in-place run "
+                                               "became unusable") from None
                         for op in step.ops:
                             run_reference_step(op, env, ctx)
+                        native = None
                         continue
+                    if native is not None:
+                        native.append((step, c))
                     for t, v in zip(step.out_tensors, _convert(c, out)):
                         if t not in env:
                             env[t] = v
@@ -719,11 +751,27 @@ class Executable:
                 else:
                     results.append(env[t])
         ctx.commit()
+        if shape_key is not None and not in_place and native:
+            self._note_in_place(shape_key, native)
         if self.debug >= 2:
             n_native = sum(isinstance(s, _Segment) for s in self.steps)
             _debug(f"run {len(self.steps)} steps ({n_native} native): "
                    f"{(time.perf_counter() - t0) * 1e6:.1f} us")
         return results
+
+    def _note_in_place(self, key: tuple, native: list) -> None:
+        """After a successful run where every step was a native kernel: later runs with the
+        same input shapes may write variables in place when no kernel from the first writing
+        one on has a check that depends on values (integer divisors, gather indices), since
+        the shape checks passed for these shapes already."""
+        writing = False
+        for seg, c in native:
+            writing = writing or any(op.type in _WRITES for op in seg.ops)
+            if writing and _has_value_checks(c.kernel):
+                return
+        if len(self._in_place_keys) >= _MAX_EXACT:
+            self._in_place_keys.clear()
+        self._in_place_keys.add(key)
 
     # -- the warm path ------------------------------------------------------------------------
     def fast_runner(self, spec, state: dict, ordinary, session=None, miss=None):

@@ -1083,5 +1083,10 @@ def lower(ops, inputs, outputs, var_classes) -> tuple:
 Unsupported = _Unsupported
 _ = Optional
 
-# array ops (slicing, gather, concat, ...): lowering and emitters live in array_kernels.py
+# array ops (slicing, gather, concat, ...): lowering and emitters live in array_kernels.py;
+# window ops (convolutions, pooling) in window_kernels.py, which adds to the same tables
 from jitflow.compiler import array_kernels as _ak  # noqa: E402
+from jitflow.compiler import window_kernels as _wk  # noqa: E402
+
+for _table in ("SUPPORTED", "LOWER", "SHAPE_ONLY", "EMIT", "DIM_TEXT"):
+    getattr(_ak, _table).update(getattr(_wk, _table))
