@@ -291,7 +291,7 @@ _STRING = [(_dtypes.string, TensorShape([]))]
 for _t, _r in (("ScalarSummary", _scalar_ref), ("HistogramSummary", _histogram_ref),
                ("ImageSummary", _image_ref), ("TextSummary", _text_ref),
                ("MergeSummary", _merge_ref)):
-    register(_t, infer=lambda op: _STRING, ref=_r, differentiable=False, kind="other",
+    register(_t, infer=lambda op: _STRING, ref=_r, differentiable=False, kind="host",
              doc="A serialized Summary protocol buffer (scalar string).")
 
 

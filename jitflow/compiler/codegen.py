@@ -430,6 +430,12 @@ class _Writer:
                 self.alloc(out, depth, op)
                 self.emit(depth, f"f_{out.name} = {out.name}.reshape({out.name}.size)", op)
                 self.emit(depth, f"o{out.name} = 0", op)
+            split = (how in ("sum", "mean", "l2") and red and red[-1] == rank - 1
+                     and not _exact_constant(s.expr, how))
+            if split:
+                # partial sums in _LANES lanes along the innermost axis: LLVM keeps them in
+                # one vector register (a sequential float sum cannot be vectorized)
+                self.emit(depth, f"l{acc} = np.empty({_LANES}, {_np(accdt)})", op)
             idx_k, d2 = self.open_loops(s.dims, s.ones, depth, op, skip=axes)
             constant = _exact_constant(s.expr, how)
             if constant:
@@ -442,11 +448,9 @@ class _Writer:
                 self.emit(d2, "ix = 0", op)
             idx = list(idx_k)
             d3 = d2
-            split = how in ("sum", "mean", "l2") and red and red[-1] == rank - 1
             if split:
-                # four partial sums along the innermost axis: independent add chains
-                for u in range(1, 4):
-                    self.emit(d2, f"{acc}_{u} = {init}", op)
+                self.emit(d2, f"for q in range({_LANES}):", op)
+                self.emit(d2 + 1, f"l{acc}[q] = {init}", op)
             for k in (red[:-1] if split else red):
                 self.emit(d3, f"for i{k} in range({_dim(s.dims[k])}):", op)
                 idx[k] = f"i{k}"
@@ -454,17 +458,20 @@ class _Writer:
             if split:
                 kl = red[-1]
                 n = _dim(s.dims[kl])
-                self.emit(d3, f"m{acc} = {n} - {n} % 4", op)
-                self.emit(d3, f"for j{kl} in range(0, m{acc}, 4):", op)
-                for u in range(4):
-                    idx[kl] = f"j{kl}" if u == 0 else f"(j{kl} + {u})"
-                    val = self.expr(s.expr, idx, False, d3 + 1)
-                    combine(acc if u == 0 else f"{acc}_{u}", val, d3 + 1)
+                self.emit(d3, f"m{acc} = {n} - {n} % {_LANES}", op)
+                self.emit(d3, f"for j{kl} in range(0, m{acc}, {_LANES}):", op)
+                self.emit(d3 + 1, f"for q in range({_LANES}):", op)
+                idx[kl] = f"(j{kl} + q)"
+                val = self.expr(s.expr, idx, False, d3 + 2)
+                self.emit(d3 + 2, f"a_ = l{acc}[q]", op)
+                combine("a_", val, d3 + 2)
+                self.emit(d3 + 2, f"l{acc}[q] = a_", op)
                 self.emit(d3, f"for i{kl} in range(m{acc}, {n}):", op)
                 idx[kl] = f"i{kl}"
                 val = self.expr(s.expr, idx, False, d3 + 1)
                 combine(acc, val, d3 + 1)
-                self.emit(d2, f"{acc} = ({acc} + {acc}_1) + ({acc}_2 + {acc}_3)", op)
+                # the lanes in a fixed pairwise order, then the tail's sum
+                self.emit(d2, f"{acc} = {acc} + {_pairwise(f'l{acc}', _LANES)}", op)
             elif not constant:
                 val = self.expr(s.expr, idx, False, d3)
                 combine(acc, val, d3)
@@ -490,6 +497,17 @@ class _Writer:
         self.emit(depth, f"f_{acc} = {acc}.reshape({acc}.size)", op)
         self.emit(depth, f"for j in range({out.name}.size):", op)
         self.emit(depth + 1, f"f_{out.name}[j] = {finish(f'f_{acc}[j]')}", op)
+
+
+_LANES = 8   # partial sums of an innermost-axis reduction (8 float64: one 512-bit register)
+
+
+def _pairwise(name: str, n: int) -> str:
+    """`name[0] + ... + name[n-1]` summed pairwise, as text (n a power of two)."""
+    terms = [f"{name}[{q}]" for q in range(n)]
+    while len(terms) > 1:
+        terms = [f"({a} + {b})" for a, b in zip(terms[::2], terms[1::2])]
+    return terms[0]
 
 
 def _column_sum_operand(s: Reduce, how: str, axes: set):

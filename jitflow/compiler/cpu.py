@@ -241,6 +241,32 @@ def _call(c: _Compiled, ins: list, vars_: list, seg: _Segment):
     return out
 
 
+def _deferred_host_ops(plan: Plan, fed: set) -> set:
+    """Host ops (summaries, string formatting) that no other op of the plan waits for: they
+    run after the kernels on their results instead of splitting the plan. Not stateful ones,
+    not ones that reach session state (control flow, TensorArrays: `needs_ctx`), not ones a
+    control dependency orders, and not ones reading a variable the plan writes (they would see
+    its value after the run, not where the plan reads it)."""
+    consumers: dict = {}
+    ordered: set = set()
+    written: set = set()
+    for op in plan.ops:
+        for t in op.inputs:
+            consumers.setdefault(t, []).append(op)
+        ordered.update(op._control_inputs)
+        if op.type in _WRITES:
+            written.add(op.inputs[0].op)
+    post: set = set()
+    for op in reversed(plan.ops):
+        d = op.op_def
+        if (d.kind == "host" and not d.stateful and not d.needs_ctx and op not in ordered
+                and not any(t in fed for t in op.outputs)
+                and all(c in post for t in op.outputs for c in consumers.get(t, ()))
+                and not any(t.op.type == "VariableV2" and t.op in written for t in op.inputs)):
+            post.add(op)
+    return post
+
+
 _REFERENCES = "references"   # seg.compiled value: this class runs through the references
 _WRITES = ("Assign", "AssignAdd", "AssignSub")
 
@@ -407,6 +433,7 @@ class Executable:
         self._interp = None
         self.debug = debug_level()
         self._fast = None
+        self._shape_memo: dict = {}   # shapes of tf.shape(h) for hoisted random ops
         self.whole = whole   # never split runs of compilable ops (export: one module)
         self.pre, self.steps = self._split(plan)
         self._setup()
@@ -434,13 +461,16 @@ class Executable:
         self.exact: dict = {}
         feeds = list(plan.feeds)
         pre_out = [op.outputs[0] for op in self.pre]
+        post_out = {t for op in self.post for t in op.outputs}
         # where each fetch comes from: 0 = feed value, 1 = variable (read after the run),
-        # 2 = kernel result (single mode only)
+        # 2 = kernel result (single mode only), 3 = the driver's values, 4 = a deferred host op
         self.fetch_src = []
         seg = self.steps[0] if self.single else None
         for t in plan.fetches:
             if t in feeds:
                 self.fetch_src.append((0, feeds.index(t)))
+            elif t in post_out:
+                self.fetch_src.append((4, t))
             elif t in pre_out:
                 self.fetch_src.append((0, len(feeds) + pre_out.index(t)))
             elif t.op.type == "VariableV2":
@@ -471,10 +501,11 @@ class Executable:
                     and op.outputs[0] not in fed):
                 pre.append(op)
         pre_set = set(pre)
+        post = _deferred_host_ops(plan, fed)
         steps: list = []
         cur: list = []
         for op in plan.ops:
-            if op in pre_set:
+            if op in pre_set or op in post:
                 continue
             if _fuse.supported(op):
                 cur.append(op)
@@ -513,6 +544,10 @@ class Executable:
                     needed_after[t] = max(needed_after.get(t, -1), i)
         for t in plan.fetches:
             needed_after[t] = len(steps)
+        for op in post:
+            for t in op.inputs:
+                needed_after[t] = len(steps)
+        self.post = [op for op in plan.ops if op in post]
         out = []
         for i, s in enumerate(steps):
             if not isinstance(s, list):
@@ -603,6 +638,8 @@ class Executable:
         else:
             out = self._call_checked(c, ins, bufs, seg)
         conv = c.out_conv
+        post = self._run_post(feed_values, seg, _convert(c, out), session) if self.post \
+            else None
         results = []
         for kind, i in self.fetch_src:
             if kind == 2:
@@ -610,9 +647,24 @@ class Executable:
                 results.append(out[i] if f is None else f(out[i]))
             elif kind == 0:
                 results.append(feed_values[i])
+            elif kind == 4:
+                results.append(post[i])
             else:
                 results.append(np.array(state[i], copy=True))
         return results
+
+    def _run_post(self, feed_values, seg, outs, session) -> dict:
+        """Run the deferred host ops (summaries, string formatting) on the kernel's results."""
+        from jitflow.interpreter import RunContext, run_reference_step
+        env = dict(zip(self.plan.feeds, feed_values))
+        for op, v in zip(self.pre, feed_values[len(self.plan.feeds):]):
+            env[op.outputs[0]] = v
+        env.update(zip(seg.out_tensors, outs))
+        ctx = RunContext(session)
+        with np.errstate(all="ignore"):
+            for op in self.post:
+                run_reference_step(op, env, ctx)
+        return env
 
     def _draw_with_feeds(self, feed_values, session) -> list:
         """Values of the hoisted random ops, drawn with the session's RNGs."""
@@ -627,10 +679,20 @@ class Executable:
         return vals
 
     def _runtime_shape(self, t, env, session) -> np.ndarray:
-        """The value of a `tf.shape(h)` feeding a hoisted random op, from feed shapes."""
-        dims = _rs.shape_of(t.op.inputs[0], env, session._state)
-        if dims is None:  # operands that do not agree: the interpreter reports it
-            raise _CheckFailed(t.op, "shapes of the operands do not agree")
+        """The value of a `tf.shape(h)` feeding a hoisted random op, from feed shapes (and
+        variable shapes); remembered per shapes of what flows in."""
+        state = session._state
+        key = (t, tuple([np.shape(env[f]) for f in self.plan.feeds]),
+               tuple([np.shape(state[v]) if v in state else None
+                      for v in self.plan.variables]))
+        dims = self._shape_memo.get(key)
+        if dims is None:
+            dims = _rs.shape_of(t.op.inputs[0], env, state)
+            if dims is None:  # operands that do not agree: the interpreter reports it
+                raise _CheckFailed(t.op, "shapes of the operands do not agree")
+            if len(self._shape_memo) >= _MAX_EXACT:
+                self._shape_memo.clear()
+            self._shape_memo[key] = dims
         return np.array(dims, t.dtype.as_numpy_dtype)
 
     def _compiled_for(self, seg: _Segment, ins, bufs):
@@ -744,6 +806,8 @@ class Executable:
                             env[t] = v
                     continue
                 run_reference_step(step, env, ctx)
+            for op in self.post:
+                run_reference_step(op, env, ctx)
             results = []
             for t in plan.fetches:
                 if t.op.type == "VariableV2" and t not in env:
@@ -783,7 +847,7 @@ class Executable:
         for a closed session). With `miss`, `Session.run`'s taking the feed_dict itself, which
         returns `miss` when the dict's keys are not this signature's feed tensors.
         """
-        if not self.single or self.pre or self.debug >= 2:
+        if not self.single or self.pre or self.post or self.debug >= 2:
             return None
         if self._fast is None:
             self._fast = _FastPath(self, spec, state, ordinary)
@@ -1165,7 +1229,7 @@ def export_source(session, fetches, feed_list=(), feed_values: Optional[list] = 
     ex = spec.executable
     if isinstance(ex, Executable) and not ex.single:
         ex = Executable(ex.plan, ex.backend, whole=True)   # one module, however long
-    if not isinstance(ex, Executable) or not ex.single or ex.pre:
+    if not isinstance(ex, Executable) or not ex.single or ex.pre or ex.post:
         raise NotImplementedError("export needs a plan where every op has a code generator "
                                   "and no random op")
     if feed_values is None:
