@@ -96,7 +96,7 @@ class _Segment:
     """A run of ops compiled together; compiled lazily per input shape class."""
 
     __slots__ = ("ops", "in_tensors", "out_tensors", "var_ops", "compiled", "last_key",
-                 "first", "__weakref__")
+                 "first", "exact", "__weakref__")
 
     def __init__(self, ops, in_tensors, out_tensors, var_ops) -> None:
         self.ops = ops
@@ -106,10 +106,14 @@ class _Segment:
         self.compiled: dict = {}   # class key -> _Compiled
         self.last_key = None
         self.first = True
+        # exact shapes of the operands -> their class's kernel (the driver's per-run lookup;
+        # the operands' dtypes are the graph's, so shapes decide the class)
+        self.exact: dict = {}
 
 
 class _Compiled:
-    __slots__ = ("fn", "kernel", "consts", "tagged", "source", "out_conv", "names", "var_order",
+    __slots__ = ("fn", "kernel", "consts", "tagged", "source", "out_conv", "conv_items", "names",
+                 "var_order",
                  "called", "broken", "ready", "error", "from_disk", "cache_source",
                  "__weakref__")
 
@@ -134,6 +138,7 @@ class _Compiled:
             else:
                 conv.append(None)
         self.out_conv = conv
+        self.conv_items = [(i, f) for i, f in enumerate(conv) if f is not None]
 
 
 def _classes_key(arrays) -> tuple:
@@ -785,7 +790,13 @@ class Executable:
                             b = np.array(b, copy=True)
                             ctx.pending[v] = b
                         bufs.append(b)
-                    c = self._compiled_for(step, ins, bufs)
+                    key = tuple([a.shape for a in ins] + [b.shape for b in bufs])
+                    c = step.exact.get(key)
+                    if c is None:
+                        c = self._compiled_for(step, ins, bufs)
+                        if len(step.exact) >= _MAX_EXACT:
+                            step.exact.clear()
+                        step.exact[key] = c
                     try:
                         if c is _REFERENCES or c.broken or not c.ready:
                             _raise_background_error(c)
@@ -1148,7 +1159,8 @@ def _var_value(a):
 
 def _contig(a) -> np.ndarray:
     """`a` as a C-contiguous array of its own rank (np.ascontiguousarray turns 0-d into 1-d)."""
-    a = np.asarray(a)
+    if type(a) is not np.ndarray:
+        a = np.asarray(a)
     return a if a.flags.c_contiguous else np.ascontiguousarray(a)
 
 
@@ -1164,7 +1176,11 @@ def _placeholder_var(var_op):
 
 
 def _convert(c: _Compiled, out) -> list:
-    return [v if conv is None else conv(v) for v, conv in zip(out, c.out_conv)]
+    """The kernel's results with its rank-0 results (Python scalars) as numpy scalars."""
+    vals = list(out)
+    for i, conv in c.conv_items:
+        vals[i] = conv(vals[i])
+    return vals
 
 
 class NumbaBackend:
