@@ -54,6 +54,37 @@ _TAG = re.compile(r"  # [^\n]*$", re.M)
 _GUARDED: list = []   # [True] once the vecmath helpers' Numba caches are guarded
 
 
+def threads() -> int:
+    """How many threads large kernels may use (JITFLOW_THREADS; default: Numba's thread count,
+    which is the machine's cores unless NUMBA_NUM_THREADS says otherwise). 1 turns the
+    parallel kernel variants off."""
+    for name in ("JITFLOW_THREADS", "NUMBA_NUM_THREADS"):
+        v = os.environ.get(name, "").strip()
+        if v:
+            try:
+                return max(1, int(v))
+            except ValueError:
+                pass
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def parallel_min() -> int:
+    """Elements of the largest operand from which a kernel runs its parallel variant
+    (JITFLOW_PARALLEL_MIN; thread wake-ups cost more than they save below it)."""
+    try:
+        return max(1, int(os.environ.get("JITFLOW_PARALLEL_MIN", "") or _PARALLEL_MIN))
+    except ValueError:
+        return _PARALLEL_MIN
+
+
+_PARALLEL_MIN = 1 << 20
+_PAR_DECORATOR = _DECORATOR[:-1] + ", parallel=True)"
+_PAR_STATE: dict = {}   # "ok": False once a parallel kernel could not be built or run here
+
+
 def debug_level() -> int:
     try:
         return int(os.environ.get("JITFLOW_DEBUG", "0") or 0)
@@ -113,7 +144,7 @@ class _Segment:
 
 class _Compiled:
     __slots__ = ("fn", "kernel", "consts", "tagged", "source", "out_conv", "conv_items", "names",
-                 "var_order",
+                 "var_order", "par_source", "par",
                  "called", "broken", "ready", "error", "from_disk", "cache_source",
                  "__weakref__")
 
@@ -129,6 +160,8 @@ class _Compiled:
         self.ready = True     # False while the background compiler works on it
         self.error = None     # why a background compile failed (raised under JITFLOW_STRICT)
         self.from_disk = False
+        self.par_source = None   # the parallel variant's module text, when it has one
+        self.par = None          # its _Compiled once requested
         # rank-0 results come back as Python scalars: give them their numpy type
         conv = []
         for r in kernel.results:
@@ -194,7 +227,46 @@ def generate_segment(seg: _Segment, in_arrays, var_arrays, reason: str) -> _Comp
     c.cache_source = source
     # None: the kernel takes the variables in the segment's order (the common case)
     c.var_order = None if order == list(range(len(seg.var_ops))) else order
+    if threads() > 1 and _PAR_STATE.get("ok", True):
+        par = _TAG.sub("", generate_function(kernel, "kernel", vm_names, parallel=True))
+        if "numba.prange" in par:
+            c.par_source = (module_source(par, vm_import)
+                            .replace(_DECORATOR, _PAR_DECORATOR))
     return c
+
+
+def _parallel_of(c: "_Compiled") -> "_Compiled":
+    """The parallel variant of `c` (not loaded yet)."""
+    p = _Compiled(None, c.kernel, c.consts, c.tagged, c.source, c.names)
+    p.cache_source = c.par_source
+    p.var_order = c.var_order
+    return p
+
+
+def _prepare_parallel() -> None:
+    """Before the first parallel kernel: a threading layer that several Python threads may
+    call at once (OpenMP or TBB; Numba's own workqueue layer is not), unless the user chose
+    one, and the thread count."""
+    if "prepared" not in _PAR_STATE:
+        import numba
+        if not os.environ.get("NUMBA_THREADING_LAYER"):
+            numba.config.THREADING_LAYER = "threadsafe"
+        _PAR_STATE["prepared"] = True
+
+
+def _use_threads() -> None:
+    import numba
+    want = min(threads(), numba.config.NUMBA_NUM_THREADS)
+    if numba.get_num_threads() != want:
+        numba.set_num_threads(want)
+
+
+def _parallel_failed(p: "_Compiled", err: Exception) -> None:
+    """A parallel variant that cannot be built or run: the serial kernel is used; without a
+    thread-safe threading layer no more parallel variants are made in this process."""
+    p.broken = True
+    if "threading layer" in str(err).lower():
+        _PAR_STATE["ok"] = False
 
 
 def load_compiled(c: _Compiled) -> None:
@@ -637,11 +709,11 @@ class Executable:
             raise _UseReferences()
         if self.debug >= 2:
             t0 = time.perf_counter()
-            out = self._call_checked(c, ins, bufs, seg)
+            out = self._call_fastest(c, ins, bufs, seg)
             _debug(f"run {len(seg.ops)} ops in one native call: "
                    f"{(time.perf_counter() - t0) * 1e6:.1f} us")
         else:
-            out = self._call_checked(c, ins, bufs, seg)
+            out = self._call_fastest(c, ins, bufs, seg)
         conv = c.out_conv
         post = self._run_post(feed_values, seg, _convert(c, out), session) if self.post \
             else None
@@ -801,7 +873,7 @@ class Executable:
                         if c is _REFERENCES or c.broken or not c.ready:
                             _raise_background_error(c)
                             raise _UseReferences()
-                        out = self._call_checked(c, ins, bufs, step)
+                        out = self._call_fastest(c, ins, bufs, step)
                     except _UseReferences:
                         if in_place:   # cannot happen: every kernel of this shape is ready
                             raise RuntimeError("jitflow: a kernel of an in-place run "
@@ -833,6 +905,45 @@ class Executable:
             _debug(f"run {len(self.steps)} steps ({n_native} native): "
                    f"{(time.perf_counter() - t0) * 1e6:.1f} us")
         return results
+
+    def _parallel(self, c: "_Compiled", seg: _Segment, ins, bufs):
+        """The kernel to call: `c`'s parallel variant when the operands are large (at least
+        `parallel_min()` elements) and it is ready, else `c`."""
+        if c.par_source is None or not _PAR_STATE.get("ok", True):
+            return c
+        n = parallel_min()
+        if not any(a.size >= n for a in ins) and not any(b.size >= n for b in bufs):
+            return c
+        p = c.par
+        if p is None:
+            p = c.par = _parallel_of(c)
+            _prepare_parallel()
+            if _bg.mode() == "sync":
+                try:
+                    load_compiled(p)
+                except Exception as e:  # noqa: BLE001
+                    _parallel_failed(p, e)
+            else:
+                self._compile_later(p, seg, ins, bufs)
+        if p.broken or not p.ready or p.fn is None:
+            return c
+        _use_threads()
+        return p
+
+    def _call_fastest(self, c: "_Compiled", ins, bufs, seg: _Segment):
+        """Call `c`, or its parallel variant for large operands (falling back to `c` if the
+        variant fails to build or run)."""
+        p = self._parallel(c, seg, ins, bufs)
+        if p is not c:
+            try:
+                return _call(p, ins, bufs, seg)
+            except _CheckFailed:
+                raise
+            except Exception as e:  # noqa: BLE001
+                if strict():
+                    raise
+                _parallel_failed(p, e)
+        return self._call_checked(c, ins, bufs, seg)
 
     def _note_in_place(self, key: tuple, native: list) -> None:
         """After a successful run where every step was a native kernel: later runs with the
@@ -1021,6 +1132,12 @@ class _FastPath:
         used = set(self.pos)
         for i, t in enumerate(spec.feeds):
             lines += _feed_lines(i, t, spec.checks[i], names, args, i in used)
+        if threads() > 1:
+            # large operands take the ordinary path, which picks the parallel kernel variant
+            names["_PARMIN"] = parallel_min()
+            for k in sorted(used):
+                if spec.feeds[k].shape.as_tuple() != ():
+                    lines += [f"    if x{k}.size >= _PARMIN:", f"        return _slow({args})"]
         key = _key_source(spec.feeds, self.pos)
         convs = [f"cv{m}" for m in range(len(self.conv_idx))]
         bufs = [f"b{k}" for k in range(len(ex.var_ops))]
