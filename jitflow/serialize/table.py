@@ -191,10 +191,11 @@ def read_table(data, filename: str = "<table>") -> list:
         (magic,) = struct.unpack_from("<Q", footer, FOOTER_SIZE - 8)
         if magic != TABLE_MAGIC:
             raise _Corrupt("not an sstable (bad magic number)")
-        _, pos = _read_varint(footer, 0, 40)  # the meta-index block's handle (unused)
-        _, pos = _read_varint(footer, pos, 40)
+        meta_off, pos = _read_varint(footer, 0, 40)
+        meta_size, pos = _read_varint(footer, pos, 40)
         index_off, index_size = _handle(bytes(footer[pos:40]))
         body = view[:len(view) - FOOTER_SIZE]
+        _block(body, meta_off, meta_size)  # unused, but checked like the rest
         out = []
         last = None
         for _, handle in _entries(_block(body, index_off, index_size)):
