@@ -96,11 +96,14 @@ def _atomic_write_bytes(path: str, data: bytes) -> None:
         raise
 
 
-def export_meta_graph(*args, **kwargs):
-    from jitflow.serialize.json_graph import export_meta_graph as _export
-    return _export(*args, **kwargs)
+def export_meta_graph(filename=None, *args, **kwargs):
+    """`tf.train.export_meta_graph` (see `jitflow.serialize.meta_graph`)."""
+    from jitflow.serialize.meta_graph import export_meta_graph as _export
+    return _export(filename, *args, **kwargs)
 
 
-def import_meta_graph(*args, **kwargs):
-    from jitflow.serialize.json_graph import import_meta_graph as _import
-    return _import(*args, **kwargs)
+def import_meta_graph(meta_graph_or_file, clear_devices: bool = False,
+                      import_scope: Optional[str] = None, **kwargs):
+    """`tf.train.import_meta_graph` (see `jitflow.serialize.meta_graph`)."""
+    from jitflow.serialize.meta_graph import import_meta_graph as _import
+    return _import(meta_graph_or_file, clear_devices, import_scope, **kwargs)

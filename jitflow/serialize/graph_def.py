@@ -20,6 +20,7 @@ from typing import Optional
 import numpy as np
 
 from jitflow import dtypes as _dtypes
+from jitflow import errors
 from jitflow.graph import Graph, Operation, Tensor, get_default_graph
 from jitflow.serialize import tf_ops
 from jitflow.serialize.tensor_util import (dtype_to_enum, enum_to_dtype, shape_from_proto,
@@ -309,7 +310,15 @@ def import_graph_def(graph_def, input_map: Optional[dict] = None, return_element
     tensors of the default graph that replace them; `return_elements` lists names ("op" for an
     Operation, "op:0" for a Tensor) to return.
     """
+    import os
+
     from jitflow.serialize import json_graph
+    if isinstance(graph_def, os.PathLike) or (isinstance(graph_def, str) and "\n" not in graph_def
+                                              and os.path.isfile(graph_def)):
+        with open(graph_def, "rb") as f:   # a file name (jitflow's JSON, binary or text proto)
+            graph_def = f.read()
+        if graph_def.lstrip().startswith(b"{"):
+            graph_def = graph_def.decode("utf-8")
     if isinstance(graph_def, dict) or (isinstance(graph_def, str)
                                        and graph_def.lstrip().startswith("{")):
         return json_graph.import_graph_def(graph_def, input_map, return_elements, name)
@@ -398,7 +407,7 @@ def _create(graph: Graph, nodes: list, prefix: str, mapping: dict) -> dict:
                     result = tf_ops.IMPORTERS[n.op](reader, n)
                 except NodeImportError:
                     raise
-                except (ValueError, TypeError) as e:
+                except (ValueError, TypeError, errors.OpError) as e:
                     raise ValueError(f"graph_def node '{n.name}' (op {n.op}): {e}") from None
                 outputs = list(result) if result is not None else []
                 op = _op_of(graph, prefix + n.name, outputs, before)

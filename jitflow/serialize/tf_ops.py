@@ -25,7 +25,7 @@ UNARY = ["Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Ceil", "Cos"
          "Erf", "Exp", "Expm1", "Floor", "IsFinite", "IsInf", "IsNan", "L2Loss", "Log", "Log1p",
          "Neg", "Reciprocal", "Relu", "Relu6", "Rint", "Round", "Rsqrt", "Selu", "Sigmoid",
          "Sign", "Sin", "Sinh", "Softplus", "Softsign", "Sqrt", "Square", "StopGradient", "Tan",
-         "Tanh", "Identity", "OnesLike", "ZerosLike"]
+         "Tanh", "Identity"]
 BINARY = ["Add", "Sub", "Mul", "RealDiv", "Maximum", "Minimum", "Pow", "SquaredDifference",
           "FloorDiv", "FloorMod", "TruncateDiv", "TruncateMod", "Atan2", "DivNoNan", "Equal",
           "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual"]
@@ -63,6 +63,16 @@ def _api():
 @exporter(*UNARY, *BINARY)
 def _x_typed(ctx, op):
     ctx.node(op, op.type, attrs={"T": ctx.type(op.inputs[0].dtype)})
+
+
+@exporter("OnesLike", "ZerosLike")
+def _x_like(ctx, op):
+    ctx.node(op, op.type, attrs={"T": ctx.type(op.inputs[0].dtype)})
+
+
+@importer("OnesLike", "ZerosLike")
+def _i_like(ctx, node):
+    return ctx.create(node.op, ctx.inputs, {"dtype": ctx.inputs[0].dtype})
 
 
 @exporter(*UNTYPED)
@@ -143,8 +153,10 @@ def _x_const(ctx, op):
 @importer("Const")
 def _i_const(ctx, node):
     from jitflow.serialize.tensor_util import make_ndarray
-    value = make_ndarray(node.attr["value"].tensor, f"node {node.name}")
     dtype = ctx.dtype_attr("dtype")
+    if "value" not in node.attr:
+        ctx.unsupported("a Const without a value")
+    value = make_ndarray(node.attr["value"].tensor, f"node {node.name}")
     return [_api().constant(value, dtype=dtype, name=ctx.name)]
 
 
@@ -218,11 +230,25 @@ def _i_is_init(ctx, node):
 
 
 def _random_attrs(ctx, op):
-    return {"seed": ctx.i(op.attrs.get("seed") or 0), "seed2": ctx.i(op.attrs.get("seed2") or 0)}
+    """TensorFlow's (seed, seed2) are the graph seed and the op seed as TF1's `get_seed`
+    resolves them (a missing graph seed is 87654321, a missing op seed comes from the op, here
+    its id); no seed at all is (0, 0). jitflow reads the op seed back from seed2."""
+    g, s = op.graph.seed, op.attrs.get("seed")
+    if g is None and s is None:
+        return {"seed": ctx.i(0), "seed2": ctx.i(0)}
+    return {"seed": ctx.i(87654321 if g is None else g),
+            "seed2": ctx.i(op._id if s is None else s)}
+
+
+def _import_seed(ctx):
+    seed, seed2 = int(ctx.attr("seed", 0)), int(ctx.attr("seed2", 0))
+    return seed2 if seed2 else (seed or None)
 
 
 @exporter("RandomStandardNormal", "RandomUniform", "TruncatedNormal")
 def _x_random(ctx, op):
+    if op.attrs["shape"] is None:
+        return False
     shape = ctx.const_input(op, "shape", np.array(op.attrs["shape"], np.int32))
     ctx.node(op, op.type, [shape], {"dtype": ctx.type(op.attrs["dtype"]), "T": ctx.type("int32"),
                                     **_random_attrs(ctx, op)})
@@ -230,10 +256,11 @@ def _x_random(ctx, op):
 
 @importer("RandomStandardNormal", "RandomUniform", "TruncatedNormal")
 def _i_random(ctx, node):
-    shape = ctx.static_ints(1, "shape")
-    attrs = {"dtype": ctx.dtype_attr("dtype"), "shape": tuple(shape),
-             "seed": ctx.attr("seed", 0), "seed2": ctx.attr("seed2", 0)}
-    return ctx.create(node.op, [], attrs)
+    from jitflow.ops.array import get_static_value
+    static = get_static_value(ctx.inputs[0])
+    attrs = {"dtype": ctx.dtype_attr("dtype"), "seed": _import_seed(ctx), "seed2": 0,
+             "shape": None if static is None else tuple(int(d) for d in np.reshape(static, -1))}
+    return ctx.create(node.op, [] if static is not None else ctx.inputs[:1], attrs)
 
 
 # -- matrix, nn -----------------------------------------------------------------------------------
@@ -350,6 +377,15 @@ def _x_max_pool_grad(ctx, op):
     ctx.node(op, op.type, attrs={"T": ctx.type(op.inputs[0].dtype), "ksize": ctx.ints(a["ksize"]),
                                  "strides": ctx.ints(a["strides"]), "padding": ctx.s(a["padding"]),
                                  "data_format": ctx.s("NHWC")})
+
+
+@importer("MaxPoolGrad")
+def _i_max_pool_grad(ctx, node):
+    if ctx.attr("data_format", "NHWC") != "NHWC":
+        ctx.unsupported("MaxPoolGrad with data_format NCHW")
+    return ctx.create("MaxPoolGrad", ctx.inputs, {
+        "ksize": tuple(_ints(ctx.attr("ksize"))), "strides": tuple(_ints(ctx.attr("strides"))),
+        "padding": ctx.attr("padding"), "data_format": "NHWC"})
 
 
 @exporter("Softmax", "LogSoftmax")

@@ -622,14 +622,9 @@ class Saver:
                 pass
 
     def _export_meta(self, filename: str, graph) -> None:
-        """Write the meta graph (jitflow.serialize's JSON) like the other checkpoint files:
-        atomically, mode 0600."""
-        try:
-            from jitflow.serialize import export_meta_graph
-        except ImportError:
-            return
-        meta = export_meta_graph(graph=graph)
-        _atomic_write(filename, (json.dumps(meta) + "\n").encode("utf-8"))
+        """Write the binary MetaGraphDef like the other checkpoint files: atomically, 0600."""
+        from jitflow.serialize.meta_graph import export_meta_graph
+        export_meta_graph(filename, graph=graph)
 
     def export_meta_graph(self, filename: Optional[str] = None, **kwargs):
         """`Saver.export_meta_graph`: the graph's meta graph (see jitflow.serialize)."""
