@@ -7,9 +7,9 @@ TensorFlow's `import_meta_graph` reads it (graphs whose ops all have a TensorFlo
 `jitflow.serialize.graph_def`) and makes its own Saver over the variables.
 
 `import_meta_graph` reads a MetaGraphDef written by TensorFlow or by jitflow (or jitflow 0.1's
-JSON meta graph): TensorFlow's save/restore subgraph (SaveV2, RestoreV2 and what depends on
-them, under the saver's scope) is left out, and a jitflow Saver over the imported global
-variables is returned.
+JSON meta graph): TensorFlow's save/restore subgraph (the nodes under the scope its saver_def
+names, SaveV2, RestoreV2 ..., and what depends on them) is left out, and a jitflow Saver over
+the imported global variables is returned.
 """
 from __future__ import annotations
 
@@ -130,18 +130,15 @@ def read_meta_graph_file(filename):
 
 
 def _without_saver_ops(meta) -> list:
-    """The nodes of the meta graph less the unknown-op nodes under the saver's scope and all
-    nodes that depend on them."""
-    from jitflow.serialize import tf_ops
-    from jitflow.serialize.graph_def import NATIVE_PREFIX
+    """The nodes of the meta graph less TensorFlow's saver subgraph (the nodes under the
+    scope of saver_def's tensors) and all nodes that depend on it."""
     nodes = list(meta.graph_def.node)
     scope = ""
     if meta.HasField("saver_def") and meta.saver_def.filename_tensor_name:
         scope = meta.saver_def.filename_tensor_name.split("/")[0] + "/"
     if not scope:
         return nodes
-    dropped = {n.name for n in nodes if n.name.startswith(scope)
-               and n.op not in tf_ops.IMPORTERS and not n.op.startswith(NATIVE_PREFIX)}
+    dropped = {n.name for n in nodes if n.name.startswith(scope)}
     changed = True
     while changed:
         changed = False
