@@ -30,9 +30,8 @@ from jitflow.shapes import TensorShape
 
 __all__ = [
     "scalar", "histogram", "image", "text", "merge", "merge_all", "FileWriter",
-    "FileWriterCache", "Summary", "Event", "SessionLog", "summary_iterator", "crc32c",
-    "masked_crc32c", "tfrecord",
-]
+    "FileWriterCache", "summary_iterator", "crc32c", "masked_crc32c", "tfrecord",
+]   # and, loaded on first use, the message classes Summary, Event, SessionLog, ...
 
 _LAZY = {"Summary": "Summary", "Event": "Event", "SessionLog": "SessionLog",
          "SummaryMetadata": "SummaryMetadata", "HistogramProto": "HistogramProto",

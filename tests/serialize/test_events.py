@@ -25,7 +25,8 @@ def test_golden_event_file_written_by_tensorflow():
     for step, e in enumerate(summaries):
         values = {v.tag: v for v in e.summary.value}
         x = np.arange(4.0) * (step + 1)
-        assert values["mean_1"].simple_value   # TF's tag: "Mean" was taken == pytest.approx(x.mean())
+        # TF's tag is "mean_1": its reduce_mean op had taken the name "Mean"
+        assert values["mean_1"].simple_value == pytest.approx(x.mean())
         h = values["values"].histo
         assert (h.num, h.min, h.max, h.sum) == (4, x.min(), x.max(), x.sum())
     assert events[-1].session_log.status == tf.SessionLog.STOP and events[-1].step == 3

@@ -38,7 +38,8 @@ def test_graph_def_structure_and_json():
         z = tf.identity(x, name="z")
     gd = serialize.as_graph_def_json(add_shapes=True)
     gd = json.loads(json.dumps(gd))  # JSON-serializable as is
-    assert gd["format"] == "jitflow.GraphDef" and gd["version"] == serialize.json_graph.GRAPH_DEF_VERSION
+    assert gd["format"] == "jitflow.GraphDef"
+    assert gd["version"] == serialize.json_graph.GRAPH_DEF_VERSION
     names = [n["name"] for n in gd["node"]]
     assert names == [op.name for op in tf.get_default_graph().get_operations()]
     nodes = {n["name"]: n for n in gd["node"]}
@@ -203,7 +204,8 @@ def test_write_graph_and_read_back(tmp_path):
     assert [p.name for p in (tmp_path / "logs").iterdir()] == ["graph.json"]  # no temp left
     gd = serialize.read_graph_def(path)
     assert gd == json.loads(json.dumps(serialize.as_graph_def_json(g)))
-    compact = serialize.write_graph(serialize.as_graph_def_json(g), str(tmp_path), "c.json", as_text=False)
+    compact = serialize.write_graph(serialize.as_graph_def_json(g), str(tmp_path), "c.json",
+                                    as_text=False)
     assert "\n " not in open(compact).read()
     with tf.Graph().as_default() as g3:
         tf.import_graph_def(path, name="")  # a file path works too
