@@ -875,3 +875,124 @@ def _i_summary(ctx, node):
     tag = tag.item() if isinstance(tag, np.ndarray) else tag
     tag = tag.decode() if isinstance(tag, bytes) else str(tag)
     return ctx.create(node.op, [ctx.inputs[1]], {"tag": tag})
+
+
+# -- more array ops -------------------------------------------------------------------------------
+@exporter("ShapeN")
+def _x_shape_n(ctx, op):
+    ctx.node(op, "ShapeN", attrs={"N": ctx.i(len(op.inputs)), "T": ctx.type(op.inputs[0].dtype),
+                                  "out_type": ctx.type(op.attrs["out_type"])})
+
+
+@importer("ShapeN")
+def _i_shape_n(ctx, node):
+    return ctx.create("ShapeN", ctx.inputs, {"out_type": ctx.dtype_attr("out_type",
+                                                                        _dtypes.int32)})
+
+
+@exporter("Unique")
+def _x_unique(ctx, op):
+    ctx.node(op, "Unique", attrs={"T": ctx.type(op.inputs[0].dtype),
+                                  "out_idx": ctx.type(op.attrs["out_idx"])})
+
+
+@importer("Unique")
+def _i_unique(ctx, node):
+    return ctx.create("Unique", ctx.inputs, {"out_idx": ctx.dtype_attr("out_idx",
+                                                                      _dtypes.int32)})
+
+
+@exporter("InvertPermutation")
+def _x_invert(ctx, op):
+    ctx.node(op, op.type, attrs={"T": ctx.type(op.inputs[0].dtype)})
+
+
+@importer("InvertPermutation")
+def _i_invert(ctx, node):
+    return ctx.create(node.op, ctx.inputs, {})
+
+
+@exporter("UnsortedSegmentSum")
+def _x_segment_sum(ctx, op):
+    n = ctx.const_input(op, "num_segments", np.array(op.attrs["num_segments"], np.int32))
+    d, i = (ctx.input_name(t) for t in op.inputs)
+    ctx.node(op, op.type, [d, i, n], {"T": ctx.type(op.inputs[0].dtype),
+                                      "Tindices": ctx.type(op.inputs[1].dtype),
+                                      "Tnumsegments": ctx.type("int32")}, data_inputs=False)
+
+
+@importer("UnsortedSegmentSum")
+def _i_segment_sum(ctx, node):
+    n = int(ctx.static_ints(2, "num_segments")[0])
+    return [_api().unsorted_segment_sum(ctx.inputs[0], ctx.inputs[1], n, name=ctx.name)]
+
+
+@exporter("ScatterNd")
+def _x_scatter_nd(ctx, op):
+    if len(op.inputs) != 2:
+        return False
+    s = ctx.const_input(op, "shape", np.array(op.attrs["shape"], np.int32))
+    i, u = (ctx.input_name(t) for t in op.inputs)
+    ctx.node(op, op.type, [i, u, s], {"T": ctx.type(op.inputs[1].dtype),
+                                      "Tindices": ctx.type(op.inputs[0].dtype)},
+             data_inputs=False)
+
+
+@importer("ScatterNd")
+def _i_scatter_nd(ctx, node):
+    return [_api().scatter_nd(ctx.inputs[0], ctx.inputs[1], ctx.static_ints(2, "shape"),
+                              name=ctx.name)]
+
+
+@exporter("ScatterUpdate", "ScatterAdd", "ScatterSub")
+def _x_scatter(ctx, op):
+    ctx.node(op, op.type, attrs={"T": ctx.type(op.inputs[0].dtype),
+                                 "Tindices": ctx.type(op.inputs[1].dtype),
+                                 "use_locking": ctx.b(op.type == "ScatterUpdate")})
+
+
+@importer("ScatterUpdate", "ScatterAdd", "ScatterSub")
+def _i_scatter(ctx, node):
+    return ctx.create(node.op, ctx.inputs, {})
+
+
+@exporter("InTopKV2")
+def _x_in_top_k(ctx, op):
+    k = ctx.const_input(op, "k", np.array(op.attrs["k"], np.int32))
+    p, t = (ctx.input_name(x) for x in op.inputs)
+    ctx.node(op, op.type, [p, t, k], {"T": ctx.type(op.inputs[1].dtype)}, data_inputs=False)
+
+
+@importer("InTopKV2")
+def _i_in_top_k(ctx, node):
+    k = int(ctx.static_ints(2, "k")[0])
+    return [_api().nn.in_top_k(ctx.inputs[0], ctx.inputs[1], k, name=ctx.name)]
+
+
+@exporter("LinSpace")
+def _x_linspace(ctx, op):
+    n = ctx.const_input(op, "num", np.array(op.attrs["num"], np.int32))
+    a, b = (ctx.input_name(x) for x in op.inputs)
+    ctx.node(op, op.type, [a, b, n], {"T": ctx.type(op.inputs[0].dtype),
+                                      "Tidx": ctx.type("int32")}, data_inputs=False)
+
+
+@importer("LinSpace")
+def _i_linspace(ctx, node):
+    n = int(ctx.static_ints(2, "num")[0])
+    return [_api().linspace(ctx.inputs[0], ctx.inputs[1], n, name=ctx.name)]
+
+
+@exporter("Roll")
+def _x_roll(ctx, op):
+    sh = ctx.const_input(op, "shift", np.array(op.attrs["shift"], np.int32))
+    ax = ctx.const_input(op, "axis", np.array(op.attrs["axis"], np.int32))
+    ctx.node(op, op.type, [ctx.input_name(op.inputs[0]), sh, ax],
+             {"T": ctx.type(op.inputs[0].dtype), "Tshift": ctx.type("int32"),
+              "Taxis": ctx.type("int32")}, data_inputs=False)
+
+
+@importer("Roll")
+def _i_roll(ctx, node):
+    return [_api().roll(ctx.inputs[0], ctx.static_ints(1, "shift"), ctx.static_ints(2, "axis"),
+                        name=ctx.name)]

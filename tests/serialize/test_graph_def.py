@@ -200,3 +200,34 @@ def test_golden_graphs_regenerated_by_tensorflow(tmp_path, backend):
     probs, label = _run_golden_cnn(open(path, "rb").read(), backend)
     np.testing.assert_allclose(probs, expected["probs"], rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(label, expected["label"])
+
+
+@pytest.mark.parametrize("ex", list(_examples()))
+def test_tensorflow_runs_every_op_written_in_its_form(ex):
+    """Each registered op example whose nodes all have a TensorFlow form (no jitflow.<type>
+    node) imports into TensorFlow and computes jitflow's values."""
+    tf_ref = _tf()
+    if ex.expect is None:
+        pytest.skip("no value to compare (random or stateful example)")
+    dt = ex.dtypes[0]
+    dts = dt if isinstance(dt, tuple) else (dt,) * len(ex.inputs)
+    rng = np.random.default_rng(0)
+    arrays = [_example_input(rng, s, np.dtype(d), ex) for s, d in zip(ex.inputs, dts)]
+    with tf.Graph().as_default() as g:
+        phs = [tf.placeholder(a.dtype, a.shape, name=f"in{i}") for i, a in enumerate(arrays)]
+        out = ex.build(*phs)
+        outs = list(out) if isinstance(out, (list, tuple)) else [out]
+        gd = g.as_graph_def()
+        if any(n.op.startswith("jitflow.") for n in gd.node):
+            pytest.skip("an op of this example has no TensorFlow form")
+        feed = {p.name: a for p, a in zip(phs, arrays)}
+        with tf.Session(graph=g, backend="interpreter") as sess:
+            want = sess.run([t.name for t in outs], feed)
+    with tf_ref.Graph().as_default():
+        tf_ref.import_graph_def(tf_ref.GraphDef.FromString(gd.SerializeToString()), name="")
+        with tf_ref.Session() as sess:
+            got = sess.run([t.name for t in outs], feed)
+    for a, b in zip(want, got):
+        assert np.asarray(a).dtype == np.asarray(b).dtype
+        np.testing.assert_allclose(np.asarray(a, dtype=float) if np.asarray(a).dtype != bool
+                                   else a, b, rtol=1e-5, atol=1e-5)
