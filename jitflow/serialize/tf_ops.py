@@ -422,8 +422,10 @@ def _i_fused_bn(ctx, node):
         y = xc * inv + shift
         if y.dtype != x.dtype:
             y = tf.cast(y, x.dtype)
-    outs = [y, mean, var, mean, var] + ([mean] if node.op == "FusedBatchNormV3" else [])
-    return tf.identity_n(outs, name=ctx.name)
+    # output 0 is an Identity named as the node (fusable); outputs 1.. are the given moments,
+    # reachable through the node's inputs map (not by "node:1" names in the jitflow graph)
+    y = tf.identity(y, name=ctx.name)
+    return [y, mean, var, mean, var] + ([mean] if node.op == "FusedBatchNormV3" else [])
 
 
 # -- reductions -----------------------------------------------------------------------------------
