@@ -194,10 +194,11 @@ def test_tensorflow_imports_and_runs_what_jitflow_wrote(tmp_path):
 
 
 def test_golden_graphs_regenerated_by_tensorflow(tmp_path, backend):
-    _tf()
     from make_golden import write_cnn
+    tf_ref = _tf()
     path, expected = write_cnn(str(tmp_path))
-    probs, label = _run_golden_cnn(open(path, "rb").read(), backend)
+    graph_def = tf_ref.GraphDef.FromString(open(path, "rb").read())   # TensorFlow's message
+    probs, label = _run_golden_cnn(graph_def, backend)
     np.testing.assert_allclose(probs, expected["probs"], rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(label, expected["label"])
 
