@@ -30,3 +30,10 @@ def test_mask_round_trip_and_definition():
         m = crc32c.mask(c)
         assert m == (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
         assert crc32c.unmask(m) == c
+
+
+def test_numpy_lanes_agree_with_google_crc32c():
+    google_crc32c = pytest.importorskip("google_crc32c")
+    for n in (4097, 123457, 1 << 20):
+        data = np.random.default_rng(n + 1).integers(0, 256, n, dtype=np.uint8).tobytes()
+        assert crc32c._extend_py(0, data) == google_crc32c.value(data)
