@@ -6,8 +6,9 @@ hold CRCs is then not trivially zero).
 
 Short inputs go through a table-driven loop; long ones split into many equal lanes whose CRCs
 NumPy computes side by side, four bytes a step (slicing-by-4 tables), then combines: the CRC
-register is linear over GF(2), so the CRC of `A + B` is the CRC of `A` advanced over `len(B)` zero bytes
-(a 32x32 bit matrix, applied as four 256-entry tables) xor the CRC of `B` from a zero register.
+register is linear over GF(2), so the CRC of `A + B` is the CRC of `A` advanced over `len(B)`
+zero bytes (a 32x32 bit matrix, applied as four 256-entry tables) xor the CRC of `B` from a zero
+register.
 If the optional package `google-crc32c` is installed (the `fast` extra), its C implementation
 is used instead: about 100x faster than the lanes (see benchmarks/checkpoint_io.py).
 """
