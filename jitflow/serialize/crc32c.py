@@ -160,8 +160,10 @@ def _accelerator():
 def extend(crc: int, data) -> int:
     """The CRC-32C of the bytes that gave `crc` followed by `data` (bytes-like)."""
     acc = _accelerator()
-    if acc is not None:
-        return acc.extend(crc, bytes(data) if isinstance(data, np.ndarray) else data)
+    if acc is not None:   # it takes read-only bytes only
+        if not isinstance(data, bytes):
+            data = data.tobytes() if isinstance(data, np.ndarray) else bytes(data)
+        return acc.extend(crc, data)
     return _extend_py(crc, data)
 
 
