@@ -52,7 +52,7 @@ def test_extract_sub_graph_and_errors():
 
 def test_tensorflow_runs_our_frozen_graph():
     tf_ref = pytest.importorskip("tensorflow.compat.v1")
-    tf_ref.disable_v2_behavior()
+    tf_ref.disable_eager_execution()
     with tf.Graph().as_default() as g:
         x, w, y = _model()
         with tf.Session(graph=g) as sess:

@@ -32,7 +32,7 @@ from golden_spec import checkpoint_values, image_batch, mlp_batch  # noqa: E402
 def _tf():
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import tensorflow.compat.v1 as tf
-    tf.disable_v2_behavior()
+    tf.disable_eager_execution()   # graph mode; nothing else global (tests import this module)
     return tf
 
 
@@ -43,7 +43,7 @@ def write_checkpoint(out_dir: str) -> str:
     with tf.Graph().as_default():
         for name, value in checkpoint_values().items():
             dtype = tf.string if value.dtype == object else tf.as_dtype(value.dtype)
-            tf.Variable(tf.constant(value, dtype=dtype), name=name)
+            tf.Variable(tf.constant(value, dtype=dtype), name=name, use_resource=False)
         saver = tf.train.Saver(save_relative_paths=True)
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())
@@ -79,9 +79,9 @@ def _cnn_graph(tf):
 def _mlp_graph(tf):
     rng = np.random.default_rng(4)
     x = tf.placeholder(tf.float32, [None, 5], name="x")
-    w1 = tf.Variable(rng.normal(size=(5, 7)).astype(np.float32), name="w1")
-    b1 = tf.Variable(rng.normal(size=7).astype(np.float32), name="b1")
-    w2 = tf.Variable(rng.normal(size=(7, 3)).astype(np.float32), name="w2")
+    w1 = tf.Variable(rng.normal(size=(5, 7)).astype(np.float32), name="w1", use_resource=False)
+    b1 = tf.Variable(rng.normal(size=7).astype(np.float32), name="b1", use_resource=False)
+    w2 = tf.Variable(rng.normal(size=(7, 3)).astype(np.float32), name="w2", use_resource=False)
     h = tf.tanh(tf.nn.bias_add(tf.matmul(x, w1), b1))
     h = tf.sigmoid(h) - tf.nn.relu(-h)
     tf.nn.softmax(tf.matmul(h, w2), name="out")
@@ -138,8 +138,9 @@ def write_saved_model(out_dir: str) -> tuple:
     x_val = mlp_batch()
     with tf.Graph().as_default():
         x = tf.placeholder(tf.float32, [None, 5], name="x")
-        w = tf.Variable(np.linspace(-1, 1, 15, dtype=np.float32).reshape(5, 3), name="w")
-        b = tf.Variable(np.array([0.5, -0.5, 2.0], np.float32), name="b")
+        w = tf.Variable(np.linspace(-1, 1, 15, dtype=np.float32).reshape(5, 3), name="w",
+                        use_resource=False)
+        b = tf.Variable(np.array([0.5, -0.5, 2.0], np.float32), name="b", use_resource=False)
         y = tf.nn.relu(tf.matmul(x, w) + b, name="y")
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())

@@ -96,7 +96,7 @@ def test_builder_with_main_op_and_text(tmp_path):
 
 def test_tensorflow_loads_what_jitflow_saved(tmp_path):
     tf_ref = pytest.importorskip("tensorflow.compat.v1")
-    tf_ref.disable_v2_behavior()
+    tf_ref.disable_eager_execution()
     export_dir = str(tmp_path / "model")
     _save_with_jitflow(export_dir)
     with tf_ref.Graph().as_default(), tf_ref.Session() as sess:

@@ -155,7 +155,7 @@ def test_jitflow_only_ops_are_kept_as_jitflow_nodes():
 # -- with TensorFlow --------------------------------------------------------------------------
 def _tf():
     tf_ref = pytest.importorskip("tensorflow.compat.v1")
-    tf_ref.disable_v2_behavior()
+    tf_ref.disable_eager_execution()
     return tf_ref
 
 

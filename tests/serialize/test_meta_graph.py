@@ -44,7 +44,7 @@ def test_meta_file_is_a_binary_meta_graph_def(tmp_path):
 
 def test_tensorflow_imports_our_meta_graph_and_restores(tmp_path):
     tf_ref = pytest.importorskip("tensorflow.compat.v1")
-    tf_ref.disable_v2_behavior()
+    tf_ref.disable_eager_execution()
     prefix, want = _inference_model(tmp_path)
     with tf_ref.Graph().as_default():
         saver = tf_ref.train.import_meta_graph(prefix + ".meta")
