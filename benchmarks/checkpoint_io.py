@@ -1,11 +1,11 @@
 """Checkpoint save and restore in TensorFlow's V2 format: jitflow's Saver against TensorFlow's
 compat.v1 Saver on the same variables, side by side in one process (one BLAS thread).
 
-    python benchmarks/checkpoint_io.py [--mb 64] [--variables 16] [--repeat 5]
+    python benchmarks/checkpoint_io.py [--mb 64] [--variables 16] [--repeat 5] [--numpy-crc]
 
 Prints the median seconds of save (data, index, meta graph, state file) and restore for each
 peer, the ratio jitflow/TensorFlow, and jitflow's CRC-32C throughput (the NumPy lanes, or
-google-crc32c when it is installed).
+google-crc32c when it is installed; `--numpy-crc` forces the lanes).
 """
 from __future__ import annotations
 
@@ -55,7 +55,11 @@ def main() -> None:
     ap.add_argument("--mb", type=float, default=64)
     ap.add_argument("--variables", type=int, default=16)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--numpy-crc", action="store_true", help="ignore google-crc32c")
     args = ap.parse_args()
+    if args.numpy_crc:
+        from jitflow.serialize import crc32c as _crc
+        _crc._accelerator = lambda: None
     values = _values(args.mb, args.variables)
     import jitflow
     peers = {"jitflow": jitflow}
