@@ -9,8 +9,8 @@ NumPy computes side by side, four bytes a step (slicing-by-4 tables), then combi
 register is linear over GF(2), so the CRC of `A + B` is the CRC of `A` advanced over `len(B)`
 zero bytes (a 32x32 bit matrix, applied as four 256-entry tables) xor the CRC of `B` from a zero
 register.
-If the optional package `google-crc32c` is installed (the `fast` extra), its C implementation
-is used instead: about 100x faster than the lanes (see benchmarks/checkpoint_io.py).
+The package `google-crc32c` (a dependency) computes it in C, about 100x faster than the lanes
+(see benchmarks/checkpoint_io.py); the lanes are the fallback where its C extension is missing.
 """
 from __future__ import annotations
 
