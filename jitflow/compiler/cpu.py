@@ -466,8 +466,9 @@ class Executable:
             if _fuse.supported(op):
                 cur.append(op)
             else:
-                # host ops (control flow, TensorArrays) are host work by design: no warning
-                if op.op_def.kind != "host" and op.type not in _WARNED_OPS:
+                # host ops (control flow, TensorArrays) are host work by design, and random
+                # ops always draw with the session's NumPy generators: no warning
+                if op.op_def.kind not in ("host", "random") and op.type not in _WARNED_OPS:
                     _WARNED_OPS.add(op.type)
                     warnings.warn(f"jitflow: op type {op.type} has no code generator; it runs "
                                   "through its NumPy reference", RuntimeWarning, stacklevel=5)

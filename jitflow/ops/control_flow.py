@@ -684,7 +684,7 @@ register("WhileGrad", infer=_while_grad_infer, ref=_while_grad_ref, differentiab
              "to the first.")
 
 
-# -- map_fn, scan, foldl, foldr ---------------------------------------------------------------------
+# -- map_fn, scan, foldl, foldr ------------------------------------------------------------------
 # A leading dimension known at build time and at most _UNROLL long is unrolled (the copies fuse
 # into kernels); anything else is a while loop over TensorArrays, as in TF1.
 _UNROLL = 32
