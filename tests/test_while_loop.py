@@ -341,3 +341,37 @@ def test_loops_tensor_arrays_and_cond_match_tensorflow():
     got = _rnn_program(tf, xv, wv, 5)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+# -- gradients read the forward pass's values (nothing in the body runs again) ---------------------
+def test_loop_gradient_uses_the_forward_dropout_masks(backend):
+    """A random op in the body draws once per iteration; the gradient sees the same draws (a
+    backward pass that recomputed the body would draw new masks)."""
+    x = tf.placeholder(tf.float64, [300])
+
+    def body(i, a):
+        return i + 1, a + tf.nn.dropout(x, keep_prob=0.5) * tf.cast(i + 1, tf.float64)
+
+    _, y = tf.while_loop(lambda i, a: i < 3, body, [tf.constant(0), tf.zeros([300], tf.float64)])
+    g, = tf.gradients(tf.reduce_sum(y), [x])
+    with tf.Session() as sess:
+        yv, gv = sess.run([y, g], {x: np.ones(300)})
+    # y = sum_k (k + 1) * mask_k * x / 0.5 is linear in x: at x = 1, dy/dx = y
+    np.testing.assert_allclose(gv, yv)
+    assert 0 < np.count_nonzero(yv) < 300
+
+
+def test_loop_gradient_does_not_run_stateful_body_ops_again(backend):
+    c = tf.Variable(0.0, dtype=tf.float64)
+    a0 = tf.placeholder(tf.float64, [])
+
+    def body(i, a):
+        return i + 1, a * tf.assign_add(c, 1.0)
+
+    _, y = tf.while_loop(lambda i, a: i < 3, body, [tf.constant(0), a0])
+    g, = tf.gradients(y, [a0])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        yv, gv = sess.run([y, g], {a0: 2.0})
+        assert sess.run(c) == 3.0          # the counter moved once per iteration
+    assert yv == 2.0 * 6.0 and gv == 6.0   # (c+1)(c+2)(c+3) with c = 0

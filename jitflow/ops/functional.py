@@ -15,11 +15,13 @@ trip count) or, when it writes variables or reads ones the run has already writt
 through the run's context, so reads and writes stay in order and a failed run still changes
 nothing.
 
-Gradients recompute: a `While` keeps each iteration's loop variables (its `trace` output), and
-its gradient is a `WhileGrad` op that runs the body's backward sub-plan from the last iteration
-to the first, summing the captures' gradients. The backward sub-plan contains the forward body
-ops it needs, so their intermediates are recomputed rather than stored. An `If`'s gradient is
-an `IfGrad` op that runs the taken branch's backward sub-plan.
+Gradients keep what they need, as TF1 does: a `While` keeps each iteration's loop variables and
+the body values its backward ops read (its `trace` output), and its gradient is a `WhileGrad`
+op that runs the body's backward sub-plan from the last iteration to the first, summing the
+captures' gradients. Nothing of the forward body runs again (constants aside), so a dropout
+mask or an assignment in the body is drawn or done once. An `If` keeps the taken branch's
+values the same way (its last output), and its gradient is an `IfGrad` op that runs the taken
+branch's backward sub-plan.
 """
 from __future__ import annotations
 
@@ -210,6 +212,27 @@ def _region_ops(region: Region, fetches: list, targets: list, fed: set) -> list:
                 state[op] = 2
                 order.append(op)
     return order
+
+
+def saved_for_backward(forward: Region, back: Region, fetches: list, feeds: list) -> list:
+    """The tensors of a forward body that its backward ops read: the forward pass keeps their
+    values (as TF1 keeps a loop's intermediates in stacks) rather than the backward pass
+    recomputing them, so random draws and stateful ops in the body are not run again.
+    Constants are recomputed."""
+    graph = forward.graph
+    fed = set(feeds)
+    ops = _region_ops(Region(graph, also=[forward, back]), fetches, [], fed)
+    saved: list = []
+    seen: set = set()
+    for op in ops:
+        if not back.contains(op):
+            continue
+        for t in op.inputs:
+            if (t not in fed and t not in seen and forward.contains(t.op)
+                    and t.op.type not in ("VariableV2", "Const")):
+                seen.add(t)
+                saved.append(t)
+    return saved
 
 
 class SubPlan:
