@@ -375,3 +375,22 @@ def test_loop_gradient_does_not_run_stateful_body_ops_again(backend):
         yv, gv = sess.run([y, g], {a0: 2.0})
         assert sess.run(c) == 3.0          # the counter moved once per iteration
     assert yv == 2.0 * 6.0 and gv == 6.0   # (c+1)(c+2)(c+3) with c = 0
+
+
+def test_result_has_the_structure_the_body_returns(backend):
+    """As TF1: a tuple body on list loop_vars gives a tuple; a one-tensor result is unpacked
+    (also inside a one-element list of a namedtuple: that is two tensors, kept as a list)."""
+    import collections
+    pair = collections.namedtuple("pair", "a b")
+    x = tf.placeholder(tf.float32, [2])
+    r1 = tf.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v * 2.0), [0, x])
+    r2 = tf.while_loop(lambda p: p.a < 2, lambda p: [pair(p.a + 1, p.b + 1.0)],
+                       [pair(tf.constant(0), x)])
+    r3 = tf.while_loop(lambda v: tf.reduce_sum(v) < 10.0, lambda v: [v * 2.0], [x])
+    assert isinstance(r1, tuple) and isinstance(r2, list) and isinstance(r2[0], pair)
+    assert isinstance(r3, tf.Tensor)
+    with tf.Session() as sess:
+        a, b, c = sess.run([r1, r2, r3], {x: [1.0, 2.0]})
+    assert a[0] == 3 and a[1].tolist() == [8.0, 16.0]
+    assert b[0].a == 2 and b[0].b.tolist() == [3.0, 4.0]
+    assert c.tolist() == [4.0, 8.0]

@@ -575,9 +575,11 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         op = graph.create_op("While", inits + [pred0, limit] + spec.captures,
                              {"body": spec, "parallel_iterations": int(parallel_iterations)},
                              name="Exit", control_inputs=spec.hoisted)
-        out = _rewrap(loop_vars, list(op.outputs[:len(inits)]))
-        if not single and not return_same_structure and len(out) == 1:
-            return out[0]
+        # TF1 packs the result in the structure the body returned (a tuple body on list
+        # loop_vars gives a tuple) and unpacks a result of one tensor
+        out = _rewrap(new, list(op.outputs[:len(inits)]))
+        if not single and not return_same_structure and len(inits) == 1:
+            return _flatten(out)[0]
         return out
 
 
