@@ -603,10 +603,10 @@ def _while_ref(op, *args, ctx):
     limit = int(vals[n + 1])
     caps = vals[n + 2:]
     trace = [] if spec.traced and spec.back_prop else None
-    sub = spec.sub
+    run = spec.sub.runner(ctx) if pred and limit != 0 else None
     i = 0
     while pred and (limit < 0 or i < limit):
-        res = sub.run(cur + caps, ctx)
+        res = run(cur + caps)
         if trace is not None:
             # each iteration's loop variables and the body values its gradient reads
             trace.append((cur, res[n + 1:]))
@@ -696,14 +696,15 @@ def _while_grad_ref(op, trace, *rest, ctx):
     nd = len(spec.diff)
     acc = [None] * len(spec.diff_cap)
     pos = spec.saved_pos
+    run = spec.sub.runner(ctx) if trace else None
     for cur, kept in reversed(trace):
-        vals = spec.sub.run(list(cur) + caps + [kept[k] for k in pos] + g, ctx)
+        vals = run(list(cur) + caps + [kept[k] for k in pos] + g)
         new_g = [None] * nd
         for w, v in zip(spec.where, vals):
             if w < nd:
                 new_g[w] = v
             else:
-                acc[w - nd] = _fn.add_values(acc[w - nd], v)
+                acc[w - nd] = _fn.accumulate(acc[w - nd], v)
         g = [_fn.zeros_for(cur[k]) if v is None else v for v, k in zip(new_g, spec.diff)]
     return tuple(g) + tuple(_fn.zeros_for(caps[j]) if a is None else a
                             for a, j in zip(acc, spec.diff_cap))
