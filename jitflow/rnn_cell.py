@@ -120,7 +120,9 @@ def concat_shape(prefix, suffix, static: bool = False):
         if static:
             v = get_static_value(prefix)
             return [None if v is None else int(v)] + _dims(suffix)
-        return _array.stack([_math.cast(prefix, _dtypes.int32)] + _dims(suffix))
+        if prefix.dtype != _dtypes.int32:
+            prefix = _math.cast(prefix, _dtypes.int32)
+        return _array.stack([prefix] + _dims(suffix))
     pre = [None if prefix is None else int(prefix)] if not isinstance(prefix, TensorShape) \
         else prefix.as_list()
     return pre + _dims(suffix)

@@ -221,6 +221,45 @@ def test_training_an_lstm_with_dynamic_rnn_lowers_the_loss(backend):
     assert last < first * 0.2
 
 
+def test_an_lstm_training_step_runs_on_kernels_compiled_once():
+    """dynamic_rnn's step (forward and backward) is compiled once whatever the number of
+    steps and batch size, and nothing of it falls back to the references."""
+    import warnings
+    from jitflow.compiler import cpu
+    from jitflow.compiler.cpu import Executable, _Segment
+    x = tf.placeholder(tf.float32, [None, None, 3])
+    lengths = tf.placeholder(tf.int32, [None])
+    _, st = tf.nn.dynamic_rnn(rnn_cell.BasicLSTMCell(8), x, sequence_length=lengths,
+                              dtype=tf.float32)
+    loss = tf.reduce_sum(tf.square(st.h))
+    train = tf.train.AdamOptimizer(0.01).minimize(loss)
+
+    def feed(batch, steps):
+        return {x: RNG.standard_normal((batch, steps, 3)).astype(np.float32),
+                lengths: np.full(batch, steps, np.int32)}
+
+    def builds():
+        return sum(cpu.STATS.get(k, 0) for k in ("modules_built", "memory_hits", "disk_loads",
+                                                   "compiles", "numba_cache_hits"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)   # any fallback warning fails
+        with tf.Session(backend="numba") as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run([train, loss], feed(4, 3))
+            before = builds()
+            for batch, steps in ((4, 30), (7, 11), (2, 50)):
+                sess.run([train, loss], feed(batch, steps))
+            assert builds() == before
+            bodies = list(sess.__dict__["_subplan_executables"].values())
+    assert len(bodies) == 2                                  # the forward and backward step
+    for ex in bodies:
+        assert isinstance(ex, Executable)
+        native = [s for s in ex.steps if isinstance(s, _Segment)]
+        assert len(native) == 1                              # one native call per iteration
+        assert all(s.op_def.kind == "host" for s in ex.steps if not isinstance(s, _Segment))
+        assert ex._lean not in (None, False)                 # run by run_body
+
+
 def test_errors_name_the_problem():
     x = tf.placeholder(tf.float32, [None, 5, 3])
     with pytest.raises(ValueError, match="must give a dtype"):
