@@ -758,7 +758,10 @@ class Executable:
                                          else ctx.read_var(op.inputs[~i].op))
                  for i in args]
             try:
-                if op.op_def.kind == "host":   # no NumPy math of their own
+                if op.type in _TRUSTED_HOST:
+                    # TensorArray reads and writes: outputs already of the declared types
+                    res = (op.op_def.ref(op, *a),)
+                elif op.op_def.kind == "host":   # no NumPy math of their own
                     res = _run_op_reference(op, a, ctx)
                 else:
                     with np.errstate(all="ignore"):
@@ -1179,6 +1182,12 @@ def _placeholder_var(var_op):
     shape = var_op.attrs["shape"].as_tuple() or ()
     return np.zeros([d if d is not None else 2 for d in shape],
                     var_op.attrs["dtype"].as_numpy_dtype)
+
+
+# host ops whose references return exactly their declared output (one array of the
+# TensorArray's dtype, or the boxed TensorArray): run_body calls them without conversion
+_TRUSTED_HOST = frozenset({"TensorArrayReadV3", "TensorArrayWriteV3", "TensorArrayGradRead",
+                           "TensorArrayGradWrite"})
 
 
 def _run_op_reference(op, args, ctx):
