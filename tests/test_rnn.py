@@ -388,6 +388,7 @@ def test_initial_values_follow_tensorflow_initializers():
         with g.as_default():
             _, want, _ = _program(tf1, kind, "dynamic", xv, None)
         tf.reset_default_graph()
+        tf.set_random_seed(1)   # deterministic draws
         _, got, _ = _program(tf, kind, "dynamic", xv, None)
         assert sorted(got) == sorted(want)
         for name, w in want.items():
@@ -398,4 +399,6 @@ def test_initial_values_follow_tensorflow_initializers():
             else:
                 fan = (w.shape[0] + w.shape[-1]) if w.ndim == 2 else 2 * w.shape[0]
                 limit = np.sqrt(6 / fan)
-                assert np.abs(v).max() <= limit and np.abs(v).max() > limit * 0.5
+                assert np.abs(v).max() <= limit
+                if v.size >= 64:   # spread over the range (a few values may all be small)
+                    assert np.abs(v).max() > limit * 0.8
