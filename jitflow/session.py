@@ -366,6 +366,8 @@ class Session:
                 out = by_dict(feed_dict)
                 if out is not _MISS:
                     return out
+            if any(type(k) is not Tensor and isinstance(k, tuple) for k in feed_dict):
+                feed_dict = _flat_feeds(feed_dict)
             key = (fkey, *feed_dict)
         else:
             key = (fkey,)
@@ -534,3 +536,24 @@ class InteractiveSession(Session):
             InteractiveSession._active -= 1
             self._sess_ctx.__exit__(None, None, None)
             self._graph_ctx.__exit__(None, None, None)
+
+
+def _flat_feeds(feed_dict: dict) -> dict:
+    """A feed_dict whose nested-tuple keys (an LSTMStateTuple, a tuple of them) are replaced
+    by their tensors, each fed the matching part of the value, as TF1 allows."""
+    def leaves(x) -> list:
+        if isinstance(x, (tuple, list)) and not isinstance(x, Tensor):
+            return [y for e in x for y in leaves(e)]
+        return [x]
+
+    out: dict = {}
+    for k, v in feed_dict.items():
+        if isinstance(k, tuple):
+            ks, vs = leaves(k), leaves(v) if isinstance(v, (tuple, list)) else None
+            if vs is None or len(ks) != len(vs):
+                raise ValueError(f"The value fed for the nested feed key {k!r} must have the "
+                                 f"same structure, got {type(v).__name__}")
+            out.update(zip(ks, vs))
+        else:
+            out[k] = v
+    return out

@@ -53,6 +53,24 @@ def test_mlp_adam_separates_the_rings(backend, capsys):
     assert out["accuracy"][-1] > 0.8
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_lstm_sequence_learns_the_majority_sign(backend, capsys):
+    out = _load("lstm_sequence").main(steps=50, verbose=False)
+    (l0, a0), [(step, loss, acc)] = out["initial"], out["history"]
+    assert step == 50 and loss < 0.6 * l0 and acc > max(a0, 0.85)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_while_loop_newton_converges_and_trains_through_the_loop(backend, capsys):
+    out = _load("while_loop").main(train_steps=40)
+    text = capsys.readouterr().out
+    assert "sqrt(1.0,) = [1.0] after 0 Newton steps" in text   # the trip count is the data's
+    assert out["iterations"][(2.0, 1e-2, 1e6)] > out["iterations"][(4.0, 9.0)] > 0
+    assert out["losses"][-1] < 0.01 * out["initial_loss"]
+    assert all(b < a for a, b in zip(out["losses"], out["losses"][1:]))
+    assert abs(out["s"] - 9.0) < 1.0
+
+
 def test_example_runs_as_a_script():
     env = dict(os.environ, JITFLOW_BACKEND="interpreter")
     proc = subprocess.run([sys.executable, str(EXAMPLES / "linear_regression.py"),

@@ -604,10 +604,55 @@ def _lower_fill(low, op, pos: int) -> None:
         dims = tuple(_const(d) if d else ("const", 0) for d in static)
     else:
         inf = low.info.get(op.inputs[1])
-        if not isinstance(inf, ShapeInfo):
+        packed = _packed_dims(op.inputs[1])
+        if isinstance(inf, ShapeInfo):
+            ones, dims = inf.ones, inf.dims
+        elif packed is not None:
+            ones, dims = [], []
+            for d in packed:
+                if isinstance(d, int):
+                    ones.append(d == 1)
+                    dims.append(_const(d) if d else ("const", 0))
+                else:
+                    _, _, x_ones, x_dims, _ = low._expr(d[0], shape_only=True)
+                    ones.append(x_ones[d[1]])
+                    dims.append(x_dims[d[1]])
+            ones, dims = tuple(ones), tuple(dims)
+        else:
             raise _Unsupported("fill to a computed shape")
-        ones, dims = inf.ones, inf.dims
     low._place(out, Pending(expr, dtype, ones, dims, reads, pos), pos)
+
+
+def _packed_dims(t):
+    """The dims of a shape built as `tf.stack([tf.shape(x)[k], 128, ...])` (what
+    `cell.zero_state(tf.shape(x)[0], ...)` makes): a list of ints and (x, k), or None."""
+    op = t.op
+    if op.type != "Pack" or op.attrs.get("axis", 0) != 0:
+        return None
+    out = []
+    for s in op.inputs:
+        if s.op.type == "Const":
+            v = s.op.attrs["value"]
+            if getattr(v, "ndim", 0) != 0:
+                return None
+            out.append(int(v))
+            continue
+        a = s.op.attrs
+        if (s.op.type != "StridedSlice" or a.get("shrink_axis_mask") != 1
+                or a.get("begin_mask") or a.get("end_mask") or a.get("ellipsis_mask")
+                or a.get("new_axis_mask") or tuple(a.get("strides") or ()) != (1,)
+                or s.op.inputs[0].op.type != "Shape"):
+            return None
+        x = s.op.inputs[0].op.inputs[0]
+        r = x.shape.ndims
+        k = (a.get("begin") or (None,))[0]
+        if r is None or k is None:
+            return None
+        k = k + r if k < 0 else k
+        if not 0 <= k < r:
+            return None
+        out.append((x, k))
+    return out
 
 
 def _permuted(src: Value, a: int) -> tuple:
@@ -859,7 +904,8 @@ SUPPORTED = {"StridedSlice": _sup_slice, "Slice": _sup_slice,
              "TileGrad": lambda op: _ranked(*op.inputs) and op.inputs[1].shape.ndims > 0,
              "Fill": lambda op: op.inputs[0].shape.ndims == 0 and (
                  op.attrs.get("dims") is not None or op.inputs[1].op.type == "Shape"
-                 and _ranked(op.inputs[1].op.inputs[0])),
+                 and _ranked(op.inputs[1].op.inputs[0])
+                 or _packed_dims(op.inputs[1]) is not None),
              "ReverseV2": _sup_unary,
              "PadV2": lambda op: op.attrs["mode"] == "CONSTANT" and _ranked(op.inputs[0])
              and op.inputs[0].shape.ndims > 0,

@@ -511,6 +511,7 @@ class Executable:
         self.debug = debug_level()
         self._fast = None
         self._shape_memo: dict = {}   # shapes of tf.shape(h) for hoisted random ops
+        self._lean = None    # the body runner of control-flow sub-plans (run_body)
         self.whole = whole   # never split runs of compilable ops (export: one module)
         self.pre, self.steps = self._split(plan)
         self._setup()
@@ -587,8 +588,9 @@ class Executable:
             if _fuse.supported(op):
                 cur.append(op)
             else:
-                # host ops (control flow, TensorArrays) are host work by design: no warning
-                if op.op_def.kind != "host" and op.type not in _WARNED_OPS:
+                # host ops (control flow, TensorArrays) are host work by design, and random
+                # ops always draw with the session's NumPy generators: no warning
+                if op.op_def.kind not in ("host", "random") and op.type not in _WARNED_OPS:
                     _WARNED_OPS.add(op.type)
                     warnings.warn(f"jitflow: op type {op.type} has no code generator; it runs "
                                   "through its NumPy reference", RuntimeWarning, stacklevel=5)
@@ -959,6 +961,130 @@ class Executable:
             self._in_place_keys.clear()
         self._in_place_keys.add(key)
 
+    # -- control-flow bodies ------------------------------------------------------------------
+    def run_body(self, feed_values, session, ctx):
+        """One run of a loop body or cond branch (called once per iteration): the driver's
+        steps with values in a list of slots rather than a dict, each warm segment found by
+        its input shapes, and host ops (TensorArray reads and writes, nested control flow)
+        run in the enclosing run's context `ctx`. Plans that draw random numbers before the
+        call or write variables take the general path."""
+        lean = self._lean
+        if lean is None:
+            lean = self._lean = self._build_lean()
+        if lean is False:
+            return self(feed_values, session)
+        steps, n_slots, fetches = lean
+        vals = list(feed_values)
+        vals.extend([None] * (n_slots - len(vals)))
+        for step in steps:
+            if step[0]:
+                self._lean_segment(step, vals, ctx)
+                continue
+            _, op, args, outs = step
+            a = [vals[i] if i >= 0 else (op.inputs[~i].op if op.op_def.needs_ctx
+                                         else ctx.read_var(op.inputs[~i].op))
+                 for i in args]
+            try:
+                if op.type in _TRUSTED_HOST:
+                    # TensorArray reads and writes: outputs already of the declared types
+                    res = (op.op_def.ref(op, *a),)
+                elif op.op_def.kind == "host":   # no NumPy math of their own
+                    res = _run_op_reference(op, a, ctx)
+                else:
+                    with np.errstate(all="ignore"):
+                        res = _run_op_reference(op, a, ctx)
+            except (ValueError, IndexError, TypeError, ZeroDivisionError, OverflowError) as e:
+                from jitflow import errors
+                raise errors.InvalidArgumentError(
+                    None, op, f"{e}\n\t [[node {op.name} ({op.type})]]") from e
+            for j, v in zip(outs, res):
+                vals[j] = v
+        return [vals[i] if i >= 0 else np.array(ctx.read_var(v), copy=True)
+                for i, v in fetches]
+
+    def _lean_segment(self, step, vals: list, ctx) -> None:
+        _, seg, in_idx, out_idx = step
+        ins = [vals[i] for i in in_idx]
+        for k, a in enumerate(ins):
+            if type(a) is not np.ndarray or not a.flags.c_contiguous:
+                ins[k] = _contig(a)
+        bufs = []
+        for v in seg.var_ops:
+            b = ctx.read_var(v)
+            if not (isinstance(b, np.ndarray) and b.flags.c_contiguous and b.flags.writeable):
+                b = np.array(b, copy=True)
+            bufs.append(b)
+        key = tuple([a.shape for a in ins] + [b.shape for b in bufs])
+        c = seg.exact.get(key)
+        if c is None:
+            c = self._compiled_for(seg, ins, bufs)
+            if len(seg.exact) >= _MAX_EXACT:
+                seg.exact.clear()
+            seg.exact[key] = c
+        try:
+            if c is _REFERENCES or c.broken or not c.ready:
+                _raise_background_error(c)
+                raise _UseReferences()
+            out = self._call_fastest(c, ins, bufs, seg)
+        except (_UseReferences, _CheckFailed):
+            # no kernel for these inputs (or shapes it cannot take): the references give the
+            # values, or the error TF1 gives, naming the op
+            from jitflow.interpreter import run_reference_step
+            env = dict(zip(seg.in_tensors, ins))
+            with np.errstate(all="ignore"):
+                for op in seg.ops:
+                    run_reference_step(op, env, ctx)
+            for j, t in zip(out_idx, seg.out_tensors):
+                vals[j] = env[t]
+            return
+        conv = c.out_conv
+        for j, v, f in zip(out_idx, out, conv):
+            vals[j] = v if f is None else f(v)
+
+    def _build_lean(self):
+        """(steps, number of value slots, fetch sources) for run_body, or False."""
+        plan = self.plan
+        if self.pre or self.post or self.written or self.debug >= 2:
+            return False
+        slot = {t: i for i, t in enumerate(plan.feeds)}
+        steps = []
+        for s in self.steps:
+            if isinstance(s, _Segment):
+                if any(t not in slot for t in s.in_tensors):
+                    return False
+                ins = [slot[t] for t in s.in_tensors]
+                outs = []
+                for t in s.out_tensors:
+                    slot.setdefault(t, len(slot))
+                    outs.append(slot[t])
+                steps.append((True, s, ins, outs))
+                continue
+            op = s
+            if op.type == "VariableV2":
+                continue
+            args = []
+            for k, t in enumerate(op.inputs):
+                if t in slot:
+                    args.append(slot[t])
+                elif t.op.type == "VariableV2":
+                    args.append(~k)
+                else:
+                    return False
+            outs = []
+            for t in op.outputs:
+                slot.setdefault(t, len(slot))
+                outs.append(slot[t])
+            steps.append((False, op, args, outs))
+        fetches = []
+        for t in plan.fetches:
+            if t in slot:
+                fetches.append((slot[t], None))
+            elif t.op.type == "VariableV2":
+                fetches.append((-1, t.op))
+            else:
+                return False
+        return steps, len(slot), fetches
+
     # -- the warm path ------------------------------------------------------------------------
     def fast_runner(self, spec, state: dict, ordinary, session=None, miss=None):
         """A generated function running `spec` with one native call (see `_FastPath`), or None.
@@ -1290,6 +1416,20 @@ def _placeholder_var(var_op):
     shape = var_op.attrs["shape"].as_tuple() or ()
     return np.zeros([d if d is not None else 2 for d in shape],
                     var_op.attrs["dtype"].as_numpy_dtype)
+
+
+# host ops whose references return exactly their declared output (one array of the
+# TensorArray's dtype, or the boxed TensorArray): run_body calls them without conversion
+_TRUSTED_HOST = frozenset({"TensorArrayReadV3", "TensorArrayWriteV3", "TensorArrayGradRead",
+                           "TensorArrayGradWrite"})
+
+
+def _run_op_reference(op, args, ctx):
+    """The interpreter's run_op_reference (imported on first use: no import cycle)."""
+    global _run_op_reference
+    from jitflow.interpreter import run_op_reference
+    _run_op_reference = run_op_reference
+    return run_op_reference(op, args, ctx)
 
 
 def _convert(c: _Compiled, out) -> list:
