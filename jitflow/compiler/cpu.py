@@ -1044,11 +1044,11 @@ class Executable:
     def _build_lean(self):
         """(steps, number of value slots, fetch sources) for run_body, or False."""
         plan = self.plan
-        if self.pre or self.post or self.written or self.debug >= 2:
+        if self.pre or self.written or self.debug >= 2:
             return False
         slot = {t: i for i, t in enumerate(plan.feeds)}
         steps = []
-        for s in self.steps:
+        for s in list(self.steps) + list(self.post):   # deferred host ops run last
             if isinstance(s, _Segment):
                 if any(t not in slot for t in s.in_tensors):
                     return False
