@@ -43,7 +43,8 @@ import numpy as np
 
 from jitflow.graph import Operation, Tensor
 
-__all__ = ["export", "load", "export_files", "load_files", "with_state", "make_save", "read_manifest", "verify", "check_names", "ExportError",
+__all__ = ["export", "load", "export_files", "load_files", "with_state", "make_save",
+           "read_manifest", "verify", "check_names", "ExportError",
            "FORMAT", "FORMAT_VERSION", "LOADER_SOURCE"]
 
 FORMAT = "jitflow.export"

@@ -107,6 +107,11 @@ def test_predict_compiles_once_per_worker_and_reuses_it(on_cluster):
     assert all(d["modules"] <= 1 and d["loads"] <= 2 for d in delta.values())
     assert sum(d["loads"] + d["hits"] for d in delta.values()) == 24
     assert sum(d["hits"] for d in delta.values()) >= 20
+    # the nanny's MALLOC_TRIM_THRESHOLD_ would make every chunk page-fault its arrays again
+    tuned = on_cluster.run(lambda: __import__("jitflow.dask").dask._TUNED)
+    env = on_cluster.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
+    for w in tuned:
+        assert tuned[w] == [env[w] == "65536" and os.uname().sysname == "Linux"]
     np.testing.assert_array_equal(first, again)
     np.testing.assert_allclose(moved, again + 2.0, rtol=1e-5, atol=1e-5)
 
@@ -124,6 +129,31 @@ def test_predict_reads_the_variables_when_called():
     # by hand: rows (0,1), (2,3), ... times (1, 2) and then (0, -1)
     np.testing.assert_array_equal(old.compute().ravel(), [2.0, 8.0, 14.0, 20.0, 26.0])
     np.testing.assert_array_equal(new.compute().ravel(), [-1.0, -3.0, -5.0, -7.0, -9.0])
+
+
+def test_a_signature_is_exported_once_per_session(monkeypatch):
+    import jitflow.export as export_module
+    calls = []
+    real = export_module.export_files
+
+    def counting(*args, **kwargs):
+        calls.append(kwargs.get("feed_values")[0].shape)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(export_module, "export_files", counting)
+    x = tf.placeholder(tf.float32, [None, 2], name="x")
+    w = tf.Variable(np.ones((2, 2), np.float32), name="w")
+    y = tf.matmul(x, w)
+    xs = np.arange(10, dtype=np.float32).reshape(5, 2)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        results = []
+        for k in range(3):
+            w.load(np.eye(2, dtype=np.float32) * k, sess)
+            results.append(jfd.predict(sess, y, x, da.from_array(xs, chunks=2)).compute())
+    assert sorted(calls) == [(1, 2), (2, 2)]   # a chunk of one row, and rows > 1: once each
+    for k, r in enumerate(results):
+        np.testing.assert_array_equal(r, xs * k)
 
 
 def test_predict_feed_dict_ranks_dtypes_and_unknown_dims():

@@ -63,3 +63,15 @@ def test_example_runs_as_a_script():
     assert [line.split()[:2] for line in lines if line.startswith("epoch")] == [
         ["epoch", "1"], ["epoch", "2"]]
     assert lines[-1].startswith("final: w = ")
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_dask_predict_scores_every_chunk_like_one_session_run(capsys):
+    pytest.importorskip("dask.array")
+    pytest.importorskip("distributed")
+    out = _load("dask_predict").main(rows=30_000, chunk=7_000, steps=150, threads=True)
+    printed = capsys.readouterr().out
+    assert "scored 30,000 rows in 5 chunks" in printed
+    assert out["chunks"] == 5 and out["shape"] == (30_000, 3)
+    assert out["max_diff"] < 1e-5 and out["agree"] > 0.999
+    assert out["accuracy"] > 0.9
