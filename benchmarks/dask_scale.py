@@ -11,10 +11,10 @@ falls on all alike (the median of `--reps` rounds is reported):
   the rows already persisted on the workers (generated there), compiled and warm; timed
   twice: results kept on the workers (`persist`) and gathered into this process (`compute`).
 fit: the same MLP with softmax cross-entropy and gradient descent, `--fit-steps` steps at
-batch sizes 1,024 and 65,536: one process running `sess.run(train_op, batch)` against
-`jitflow.dask.fit` on each cluster (warm: its gradients compiled on the workers by an earlier
-call). Everything runs with one BLAS/OpenMP thread per process; the machine's CPU count and load
-average are printed, and the table is written to benchmarks/results/dask_scale.md.
+batch 1,024 and a quarter as many at 32,768: one process running `sess.run(train_op, batch)`
+against `jitflow.dask.fit` on each cluster (warm: its gradients compiled on the workers by an
+earlier call). Everything runs with one BLAS/OpenMP thread per process; the machine's CPU
+count and load average are printed, and the table is written to benchmarks/results/dask_scale.md.
 """
 from __future__ import annotations
 
@@ -70,6 +70,22 @@ def _model(tf):
     return x, y, probs, loss, train
 
 
+class _StepClock:
+    """Stands in for fit's progress bar: the time of every finished step."""
+
+    def __init__(self) -> None:
+        self.times: list = []
+
+    def update(self, n: int = 1) -> None:
+        self.times.append(time.perf_counter())
+
+    def set_postfix(self, **kwargs) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 def _median_time(fn, reps: int) -> float:
     times = []
     for _ in range(reps):
@@ -85,12 +101,12 @@ def main(argv=None) -> int:
     ap.add_argument("--chunk", type=int, default=100_000)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--fit-steps", type=int, default=20)
-    ap.add_argument("--quick", action="store_true", help="200k rows, 1 round, 5 fit steps")
+    ap.add_argument("--quick", action="store_true", help="200k rows, 1 round, 8 fit steps")
     ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results",
                                                   "dask_scale.md"))
     args = ap.parse_args(argv)
     if args.quick:
-        args.rows, args.chunk, args.reps, args.fit_steps = 200_000, 50_000, 1, 5
+        args.rows, args.chunk, args.reps, args.fit_steps = 200_000, 50_000, 1, 8
     os.environ.setdefault("JITFLOW_CACHE_DIR", tempfile.mkdtemp(prefix="jitflow-dask-"))
     import logging
 
@@ -124,7 +140,7 @@ def main(argv=None) -> int:
     clusters = {}
     for n in (1, 2):
         cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                               dashboard_address=None, worker_dashboard_address=None)
+                               dashboard_address=":0", worker_dashboard_address=None)
         client = Client(cluster, set_as_default=False)
         with client.as_current():
             data = lazy.persist()
@@ -157,12 +173,13 @@ def main(argv=None) -> int:
     peers = {"one process (sess.run loop)": one_process,
              "predict, 1 worker (persist)": on(1, persist),
              "predict, 2 workers (persist)": on(2, persist),
-             "predict, 1 worker (compute)": on(1, gather),
              "predict, 2 workers (compute)": on(2, gather)}
     samples = {k: [] for k in peers}
-    for _ in range(args.reps):
+    for r in range(args.reps):
         for k, fn in peers.items():
             samples[k].append(_median_time(fn, 1))
+            print(f"  round {r + 1}: {k}: {samples[k][-1]:.3f} s "
+                  f"(load {os.getloadavg()[0]:.2f})", flush=True)
     base = statistics.median(samples["one process (sess.run loop)"])
     rows_out = []
     for k, ts in samples.items():
@@ -170,38 +187,40 @@ def main(argv=None) -> int:
         rows_out.append((k, t, args.rows / t, base / t))
 
     # -- fit -----------------------------------------------------------------------------------
-    # per-step time on a cluster: fit(2 epochs) - fit(1 epoch), over the steps of one epoch,
-    # which leaves out what a fit call does once (persisting the rows on the workers)
+    # per-step times: the median interval between consecutive steps of one fit call (read off
+    # its progress bar, replaced here by a recorder), which leaves out what a call does once
+    # (persisting the rows on the workers, shipping the module); one process: the median step
     fit_rows = []
-    for batch in (1024, 65536):
-        fx = da.map_blocks(_block, chunks=((batch,) * args.fit_steps, (FEATURES,)),
+    for batch, steps in ((1024, args.fit_steps), (32768, max(3, args.fit_steps // 4))):
+        fx = da.map_blocks(_block, chunks=((batch,) * steps, (FEATURES,)),
                            dtype=np.float32, meta=np.empty((0, 0), np.float32))
         fy = fx.map_blocks(_labels, chunks=(fx.chunks[0], (CLASSES,)), dtype=np.float32)
         xs, ys = dask.compute(fx, fy, scheduler="threads")
         feeds = {x: fx, y: fy}
         sess.run(train, {x: xs[:batch], y: ys[:batch]})          # compile the one-process step
-
-        def single(xs=xs, ys=ys, batch=batch):
-            for s in range(args.fit_steps):
-                sess.run(train, {x: xs[s * batch:(s + 1) * batch],
-                                 y: ys[s * batch:(s + 1) * batch]})
-        entry = {"batch": batch}
+        single = []
+        for s in range(steps):
+            t0 = time.perf_counter()
+            sess.run(train, {x: xs[s * batch:(s + 1) * batch], y: ys[s * batch:(s + 1) * batch]})
+            single.append(time.perf_counter() - t0)
+        entry = {"batch": batch, "steps": steps, "one process": statistics.median(single)}
         for n in (1, 2):
             client = clusters[n][1]
             with client.as_current():
                 jfd.fit(sess, train, loss, {t: a[:batch] for t, a in feeds.items()},
                         batch_size=batch, progress=False)            # compile on the workers
-                one, two = [], []
-                for _ in range(args.reps):
-                    for epochs, out in ((1, one), (2, two)):
-                        t0 = time.perf_counter()
-                        jfd.fit(sess, train, loss, feeds, batch_size=batch, epochs=epochs,
-                                progress=False)
-                        out.append(time.perf_counter() - t0)
-                entry[f"{n} call"] = statistics.median(one) / args.fit_steps
-                entry[f"{n} step"] = (statistics.median(two) - statistics.median(one)) \
-                    / args.fit_steps
-        entry["one process"] = _median_time(single, args.reps) / args.fit_steps
+                marks = _StepClock()
+                real, jfd._progress = jfd._progress, lambda total, enabled, m=marks: m
+                try:
+                    t0 = time.perf_counter()
+                    jfd.fit(sess, train, loss, feeds, batch_size=batch)
+                    entry[f"{n} call"] = time.perf_counter() - t0
+                finally:
+                    jfd._progress = real
+                entry[f"{n} step"] = statistics.median(np.diff(marks.times))
+        print(f"  fit, batch {batch}: " + ", ".join(
+            f"{k} {v * 1e3:.1f} ms" if isinstance(v, float) else f"{k} {v}"
+            for k, v in entry.items()), flush=True)
         fit_rows.append(entry)
 
     load_after = os.getloadavg()
@@ -218,16 +237,16 @@ def main(argv=None) -> int:
              f"{args.reps}", "",
              "| peer | time (s) | rows/s | x one process |", "|---|---:|---:|---:|"]
     lines += [f"| {k} | {t:.3f} | {r:,.0f} | {ratio:.2f} |" for k, t, r, ratio in rows_out]
-    lines += ["", f"## fit: per-step time, {args.fit_steps} steps per epoch, gradient descent, "
-              f"median of {args.reps}", "",
-              "On a cluster: (fit of 2 epochs - fit of 1 epoch) / steps; in brackets, a whole "
-              "1-epoch fit call / steps (it also persists the rows on the workers).", "",
-              "| batch | one process (ms) | 1 worker (ms) | 2 workers (ms) | 2 workers x one "
-              "process |", "|---:|---:|---:|---:|---:|"]
+    lines += ["", "## fit: per-step time, gradient descent (median step of one call)", "",
+              "On a cluster: the median interval between consecutive steps of a warm fit call; "
+              "in brackets, the whole call divided by its steps (it also persists the rows on "
+              "the workers and ships the module).", "",
+              "| batch | steps | one process (ms) | 1 worker (ms) | 2 workers (ms) | 2 workers x "
+              "one process |", "|---:|---:|---:|---:|---:|---:|"]
     for e in fit_rows:
-        lines.append(f"| {e['batch']:,} | {e['one process'] * 1e3:.1f} | "
-                     f"{e['1 step'] * 1e3:.1f} ({e['1 call'] * 1e3:.1f}) | "
-                     f"{e['2 step'] * 1e3:.1f} ({e['2 call'] * 1e3:.1f}) | "
+        lines.append(f"| {e['batch']:,} | {e['steps']} | {e['one process'] * 1e3:.1f} | "
+                     f"{e['1 step'] * 1e3:.1f} ({e['1 call'] / e['steps'] * 1e3:.1f}) | "
+                     f"{e['2 step'] * 1e3:.1f} ({e['2 call'] / e['steps'] * 1e3:.1f}) | "
                      f"{e['one process'] / e['2 step']:.2f} |")
     text = "\n".join(lines) + "\n"
     print(text)

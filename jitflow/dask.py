@@ -624,8 +624,10 @@ def fit(sess, train_op, loss, feeds: Mapping, *, batch_size: int, epochs: int = 
     rows = int(arrays[0].shape[0])
     if rows == 0:
         raise ValueError("jitflow.dask.fit: the data has no rows")
+    if epochs == 0:
+        return np.zeros(0, dtype=loss.dtype.as_numpy_dtype)
     client = current_client()
-    workers = sorted(client.scheduler_info()["workers"]) if client is not None else []
+    workers = sorted(client.nthreads()) if client is not None else []
     if n_shards is None:
         n_shards = len(workers) if workers else (dask.config.get("num_workers", None)
                                                  or os.cpu_count() or 1)
@@ -744,9 +746,9 @@ class _ClusterSteps:
                 k += 1
         self.futures = [[None] * len(step) for step in shards]
         for j, items in placed.items():
-            target = [workers[j % len(workers)]]
+            target = [workers[j % len(workers)]] if workers else None
             flat = [b[k] for _, _, k in items for b in blocks]
-            futs = client.compute(flat, workers=target, allow_other_workers=True)
+            futs = client.compute(flat, workers=target, allow_other_workers=bool(workers))
             per = len(blocks)
             for i, (s, jj, _) in enumerate(items):
                 self.futures[s][jj] = futs[i * per:(i + 1) * per]

@@ -26,7 +26,7 @@ def client():
     """Two worker processes of one thread each; not the default client: tests that use it
     make it current (`on_cluster`), the others run on Dask's local threads."""
     cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                       dashboard_address=None, worker_dashboard_address=None)
+                                       dashboard_address=":0", worker_dashboard_address=None)
     c = distributed.Client(cluster, set_as_default=False)
     try:
         yield c
