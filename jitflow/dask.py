@@ -192,10 +192,23 @@ def _as_feed(value, dtype: str) -> np.ndarray:
     return np.asarray(value, dtype=np.dtype(dtype))
 
 
+def _pieces(rows: int, per_call: Optional[int]) -> list:
+    """(start, size) of the row pieces a chunk runs as: near-equal, at most `per_call` rows
+    each where that leaves no piece of one row (that would be another shape class)."""
+    if not per_call or rows <= per_call:
+        return [(0, rows)]
+    sizes = _split(rows, min(-(-rows // per_call), rows // 2))
+    starts = np.cumsum([0] + sizes[:-1])
+    return [(int(a), n) for a, n in zip(starts, sizes)]
+
+
 def _predict_block(chunk, payload: dict):
     rows = chunk.shape[0]
     fn = _function(payload["exports"][_row_class(rows)])
-    out = fn(_as_feed(chunk, payload["dtype"]), *payload["extra"])
+    feed = _as_feed(chunk, payload["dtype"])
+    parts = [fn(feed[lo:lo + n], *payload["extra"])
+             for lo, n in _pieces(rows, payload["rows_per_call"])]
+    out = parts[0] if len(parts) == 1 else [np.concatenate(vs) for vs in zip(*parts)]
     for (name, dims), v in zip(payload["outputs"], out):
         want = (rows, *dims)
         if np.shape(v) != want:
@@ -210,14 +223,23 @@ def _pick(block, i: int):
     return block[i]
 
 
+def _summed(fn, feeds: list, extra: list, per_call: Optional[int], reduction: str) -> list:
+    """The fetches (a loss and gradients) summed over the rows of `feeds`, in float64: a
+    piece's mean-reduced values times its rows (`reduction="mean"`), or as they are ("sum")."""
+    total: Optional[list] = None
+    for lo, n in _pieces(feeds[0].shape[0], per_call):
+        out = fn(*[f[lo:lo + n] for f in feeds], *extra)
+        weight = float(n) if reduction == "mean" else 1.0
+        part = [np.asarray(v, dtype=np.float64) * weight for v in out]
+        total = part if total is None else [t + p for t, p in zip(total, part)]
+    return total
+
+
 def _grad_block(payload: dict, *blocks) -> list:
-    """A chunk's contribution: the gradient of its loss summed over its rows (float64)."""
-    rows = blocks[0].shape[0]
-    fn = _function(payload["exports"][_row_class(rows)])
+    """A chunk's contribution: the gradients of its loss summed over its rows (float64)."""
+    fn = _function(payload["exports"][_row_class(blocks[0].shape[0])])
     feeds = [_as_feed(b, d) for b, d in zip(blocks, payload["dtypes"])]
-    out = fn(*feeds, *payload["extra"])
-    scale = float(rows) if payload["reduction"] == "mean" else 1.0
-    return [np.asarray(g, dtype=np.float64) * scale for g in out]
+    return _summed(fn, feeds, payload["extra"], payload["rows_per_call"], payload["reduction"])
 
 
 def _add(*parts: list) -> list:
@@ -228,14 +250,14 @@ def _add(*parts: list) -> list:
     return total
 
 
-def _shard_step(modules: dict, step: dict, extra: list, dtypes: list, *shards) -> tuple:
-    """One worker's share of a training step: (rows, loss, gradients) on its shard, with the
-    variables of this step (`step`: the manifest and state bytes per row class)."""
-    rows = shards[0].shape[0]
-    cls = _row_class(rows)
+def _shard_step(modules: dict, step: dict, how: dict, *shards) -> list:
+    """One worker's share of a training step: the loss and the gradients on its shard, summed
+    over its rows (see `_summed`), with the variables of this step (`step`: the manifest and
+    state bytes per row class)."""
+    cls = _row_class(shards[0].shape[0])
     fn = _function({**modules[cls], **step[cls]})
-    out = fn(*[_as_feed(s, d) for s, d in zip(shards, dtypes)], *extra)
-    return rows, float(out[0]), [np.asarray(g, dtype=np.float64) for g in out[1:]]
+    feeds = [_as_feed(s, d) for s, d in zip(shards, how["dtypes"])]
+    return _summed(fn, feeds, how["extra"], how["rows_per_call"], how["reduction"])
 
 
 # -- the driver side --------------------------------------------------------------------------
@@ -346,7 +368,10 @@ def predict(sess, fetches, feed, data, *, feed_dict: Optional[Mapping] = None):
     dims are the chunk's rows).
 
     The variables are read from `sess` now. Fetches must have the batch dim first (see the
-    module docstring); a fetch that updates variables, or an Operation, is refused.
+    module docstring); a fetch that updates variables, or an Operation, is refused. A worker
+    runs a chunk as calls of a few thousand rows (`_rows_per_call`): the result equals
+    `sess.run` on the concatenated data for fetches computed row by row; a fetch that mixes
+    rows (statistics of its batch) would get those of each call's rows.
     """
     dask, da = _dask()
     graph = sess.graph
@@ -384,7 +409,8 @@ def predict(sess, fetches, feed, data, *, feed_dict: Optional[Mapping] = None):
     classes = sorted({_row_class(c) for c in data.chunks[0]})
     payload = {"exports": {c: exports.get(c) for c in classes},
                "dtype": np.dtype(feed.dtype.as_numpy_dtype).str,
-               "extra": [v for _, v in extra], "outputs": outputs, "single": single}
+               "extra": [v for _, v in extra], "outputs": outputs, "single": single,
+               "rows_per_call": _rows_per_call(tensors, [feed])}
     manifest = json.loads(payload["exports"][classes[0]][_MANIFEST])
     if manifest["updates"]:
         raise ValueError(f"jitflow.dask.predict: these fetches update variables "
@@ -415,6 +441,36 @@ def _map_rows(da, func, arr, *args, chunks, dtype, name):
         kw["drop_axis"] = list(range(ndim, arr.ndim))
     return da.map_blocks(func, arr, *args, chunks=chunks, dtype=dtype, name=name,
                          meta=np.empty((0,) * ndim, dtype=dtype), **kw)
+
+
+#: the largest array with the batch dim first that one kernel call may make (bytes)
+_CALL_BYTES = 4 << 20
+
+
+def _rows_per_call(fetches: list, feeds: list) -> Optional[int]:
+    """How many rows a worker passes to one call of the exported function: a chunk runs as
+    pieces whose widest tensor with the batch dim first stays under _CALL_BYTES (None: no
+    limit known). Large temporaries cost a worker more than this process: Dask runs tasks in
+    threads, and glibc serves a thread's blocks over 64 MiB by a fresh mmap every call
+    (measured: a 100,000-row chunk of benchmarks/dask_scale.py's MLP took 0.86 s in a thread
+    and 0.46 s in the main thread; in pieces of 2,048-8,192 rows 0.39-0.47 s in either)."""
+    stop = set(feeds)
+    seen: set = set()
+    stack = [t.op for t in fetches]
+    widest = 0
+    while stack:
+        op = stack.pop()
+        if op in seen:
+            continue
+        seen.add(op)
+        for t in op.outputs:
+            dims = t.shape.as_tuple()
+            if dims and dims[0] is None and all(d is not None for d in dims[1:]):
+                width = int(np.prod(dims[1:], dtype=np.int64)) \
+                    * np.dtype(t.dtype.as_numpy_dtype).itemsize
+                widest = max(widest, width)
+        stack.extend(t.op for t in op.inputs if t not in stop)
+    return max(256, _CALL_BYTES // widest) if widest else None
 
 
 def _probe_dims(sess, tensors, feed, data, extra, outputs) -> list:
@@ -523,7 +579,8 @@ def gradients(sess, loss, var_list: Sequence, feeds: Mapping, *, loss_reduction:
     classes = sorted({_row_class(c) for c in chunks if c})
     payload = _payload(dask, {"exports": {c: exports.get(c) for c in classes},
                               "dtypes": [np.dtype(t.dtype.as_numpy_dtype).str for t in tensors],
-                              "extra": [v for _, v in extra], "reduction": loss_reduction})
+                              "extra": [v for _, v in extra], "reduction": loss_reduction,
+                              "rows_per_call": _rows_per_call(present, tensors)})
     blocks = [_row_blocks(a) for a in arrays]
     parts = [dask.delayed(_grad_block, pure=True)(payload, *[b[i] for b in blocks])
              for i, n in enumerate(chunks) if n]
@@ -643,8 +700,9 @@ def fit(sess, train_op, loss, feeds: Mapping, *, batch_size: int, epochs: int = 
     modules = {c: {k: v for k, v in f.items() if k.endswith(".py")} for c, f in files.items()}
     manifest = json.loads(files[classes[0]][_MANIFEST])
     var_ops = [graph.get_operation_by_name(v["name"]) for v in manifest["state"]["variables"]]
-    dtypes = [np.dtype(t.dtype.as_numpy_dtype).str for t in tensors]
-    extra_values = [v for _, v in extra]
+    how = {"dtypes": [np.dtype(t.dtype.as_numpy_dtype).str for t in tensors],
+           "extra": [v for _, v in extra], "reduction": loss_reduction,
+           "rows_per_call": _rows_per_call([loss, *grads], tensors)}
     runner = (_ClusterSteps(client, workers, arrays, shards, modules) if client is not None
               else _LocalSteps(dask, arrays, shards, modules))
     bar = _progress(len(batches) * epochs, progress)
@@ -658,14 +716,12 @@ def fit(sess, train_op, loss, feeds: Mapping, *, batch_size: int, epochs: int = 
                 for c in classes:
                     f = with_state(files[c], values)
                     step[c] = {_MANIFEST: f[_MANIFEST], "state.npz": f["state.npz"]}
-                results = runner.run(s, step, extra_values, dtypes)
-                # a shard's sum over its rows, then the batch's mean (or sum)
-                mean = loss_reduction == "mean"
-                total = _add(*[[g * n for g in gs] if mean else gs for n, _, gs in results])
-                scale = batch if mean else 1
-                step_loss = sum(n * l if mean else l for n, l, _ in results) / scale
+                # the shards' sums over their rows, then the batch's mean (or sum)
+                total = _add(*runner.run(s, step, how))
+                scale = batch if loss_reduction == "mean" else 1
+                step_loss = float(total[0]) / scale
                 fed = {g: (t / scale).astype(g.dtype.as_numpy_dtype)
-                       for g, t in zip(grads, total)}
+                       for g, t in zip(grads, total[1:])}
                 fed.update(dict(extra))
                 _apply(sess, op, fed)
                 losses.append(step_loss)
@@ -714,14 +770,14 @@ class _LocalSteps:
             self.bounds.append([(start + sum(step[:j]), n) for j, n in enumerate(step)])
             start += sum(step)
 
-    def run(self, s: int, step: dict, extra: list, dtypes: list) -> list:
+    def run(self, s: int, step: dict, how: dict) -> list:
         from dask.base import get_scheduler
         get = get_scheduler() or self.dask.threaded.get
         dsk = {}
         keys = []
         for j, (lo, n) in enumerate(self.bounds[s]):
             key = f"jitflow-fit-shard-{j}"
-            dsk[key] = (_shard_step, self.modules, step, extra, dtypes,
+            dsk[key] = (_shard_step, self.modules, step, how,
                         *[v[lo:lo + n] for v in self.values])
             keys.append(key)
         return list(get(dsk, keys))
@@ -755,8 +811,8 @@ class _ClusterSteps:
         self.modules, = client.scatter([modules], broadcast=True, hash=False)
         self.token = hashlib.sha256(os.urandom(16)).hexdigest()[:12]
 
-    def run(self, s: int, step: dict, extra: list, dtypes: list) -> list:
-        futs = [self.client.submit(_shard_step, self.modules, step, extra, dtypes, *feeds,
+    def run(self, s: int, step: dict, how: dict) -> list:
+        futs = [self.client.submit(_shard_step, self.modules, step, how, *feeds,
                                    pure=False, key=f"jitflow-fit-{self.token}-{s}-{j}-"
                                    f"{os.urandom(4).hex()}")
                 for j, feeds in enumerate(self.futures[s])]

@@ -177,6 +177,28 @@ def test_predict_feed_dict_ranks_dtypes_and_unknown_dims():
     assert float(total.compute()) == pytest.approx(2.0 * xs.sum(), abs=1e-5)
 
 
+def test_chunks_run_in_pieces_of_rows_without_one_row_pieces(monkeypatch):
+    assert jfd._pieces(10, None) == [(0, 10)] and jfd._pieces(10, 16) == [(0, 10)]
+    assert jfd._pieces(10, 4) == [(0, 4), (4, 3), (7, 3)]
+    assert jfd._pieces(5, 2) == [(0, 3), (3, 2)]            # not 2 + 2 + 1
+    assert jfd._pieces(1, 1) == [(0, 1)]
+    # the widest per-row tensor of a 6-12-3 MLP is 12 float32: 48 bytes a row
+    x, y, vs, logits = _mlp(seed=19)
+    assert jfd._rows_per_call([logits], [x]) == jfd._CALL_BYTES // 48
+    monkeypatch.setattr(jfd, "_rows_per_call", lambda fetches, feeds: 7)
+    loss = tf.reduce_mean(tf.square(logits - y))
+    xs, ys = _rows(61, 6, seed=20), _rows(61, 3, seed=21)
+    feeds = {x: da.from_array(xs, chunks=30), y: da.from_array(ys, chunks=30)}
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        want = sess.run([logits, tf.gradients(loss, vs)], {x: xs, y: ys})
+        got = jfd.predict(sess, logits, x, feeds[x]).compute()
+        grads = jfd.gradients(sess, loss, vs, feeds)
+    np.testing.assert_allclose(got, want[0], rtol=1e-5, atol=1e-6)
+    for g, w in zip(grads, want[1]):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
 def test_predict_refuses_reductions_operations_updates_and_bad_data():
     x = tf.placeholder(tf.float32, [None, 3], name="x")
     w = tf.Variable(np.ones((3, 1), np.float32), name="w")
