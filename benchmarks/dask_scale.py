@@ -86,6 +86,13 @@ class _StepClock:
         pass
 
 
+def _cpu_self() -> float:
+    """User + system CPU seconds of the calling process (run on every worker)."""
+    import resource
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 def _median_time(fn, reps: int) -> float:
     times = []
     for _ in range(reps):
@@ -154,12 +161,20 @@ def main(argv=None) -> int:
         clusters[n] = (cluster, client, data)
         print(f"{n} worker(s): first predict (compiling) {first:.2f} s, max |diff| {err:.1e}")
 
+    def cpu_seconds(n=None) -> float:
+        """CPU time of this process (scheduler included), plus cluster n's workers."""
+        total = time.process_time()
+        if n is not None:
+            total += sum(clusters[n][1].run(_cpu_self).values())
+        return total
+
     def on(n, fn):
         client = clusters[n][1]
 
         def run():
             with client.as_current():
                 return fn(clusters[n][2])
+        run.cluster = n
         return run
 
     def persist(data):
@@ -175,16 +190,21 @@ def main(argv=None) -> int:
              "predict, 2 workers (persist)": on(2, persist),
              "predict, 2 workers (compute)": on(2, gather)}
     samples = {k: [] for k in peers}
+    cpu = {k: [] for k in peers}
     for r in range(args.reps):
         for k, fn in peers.items():
+            n = getattr(fn, "cluster", None)
+            c0 = cpu_seconds(n)
             samples[k].append(_median_time(fn, 1))
-            print(f"  round {r + 1}: {k}: {samples[k][-1]:.3f} s "
+            cpu[k].append(cpu_seconds(n) - c0)
+            print(f"  round {r + 1}: {k}: {samples[k][-1]:.3f} s, CPU {cpu[k][-1]:.3f} s "
                   f"(load {os.getloadavg()[0]:.2f})", flush=True)
     base = statistics.median(samples["one process (sess.run loop)"])
+    base_cpu = statistics.median(cpu["one process (sess.run loop)"])
     rows_out = []
     for k, ts in samples.items():
-        t = statistics.median(ts)
-        rows_out.append((k, t, args.rows / t, base / t))
+        t, c = statistics.median(ts), statistics.median(cpu[k])
+        rows_out.append((k, t, args.rows / t, base / t, c, base_cpu / c))
 
     # -- fit -----------------------------------------------------------------------------------
     # per-step times: the median interval between consecutive steps of one fit call (read off
@@ -235,8 +255,14 @@ def main(argv=None) -> int:
              f"## predict: {args.rows:,} rows x {FEATURES} float32, {n_chunks} chunks of "
              f"{args.chunk:,}, MLP {FEATURES}-{HIDDEN}-{HIDDEN}-{CLASSES}, median of "
              f"{args.reps}", "",
-             "| peer | time (s) | rows/s | x one process |", "|---|---:|---:|---:|"]
-    lines += [f"| {k} | {t:.3f} | {r:,.0f} | {ratio:.2f} |" for k, t, r, ratio in rows_out]
+             "CPU: seconds of CPU used by this process (which also runs the scheduler) and the "
+             "cluster's workers during the call; one-process CPU / that CPU is the share of "
+             "the work that is the computation itself, which bounds what n workers can gain on "
+             "n idle cores (n x that share).", "",
+             "| peer | time (s) | rows/s | x one process | CPU (s) | one-process CPU / CPU |",
+             "|---|---:|---:|---:|---:|---:|"]
+    lines += [f"| {k} | {t:.3f} | {r:,.0f} | {ratio:.2f} | {c:.3f} | {cr:.2f} |"
+              for k, t, r, ratio, c, cr in rows_out]
     lines += ["", "## fit: per-step time, gradient descent (median step of one call)", "",
               "On a cluster: the median interval between consecutive steps of a warm fit call; "
               "in brackets, the whole call divided by its steps (it also persists the rows on "
