@@ -452,3 +452,26 @@ def test_fit_refuses_what_it_cannot_combine():
             reads_batch = tf.group(train)
         with pytest.raises(tf.errors.InvalidArgumentError, match="still needs data"):
             jfd.fit(sess, reads_batch, loss, data, batch_size=2, progress=False)
+
+
+def test_feed_dict_values_go_to_every_shard_and_to_the_update():
+    x = tf.placeholder(tf.float64, [None, 2], name="x")
+    lr = tf.placeholder(tf.float64, [], name="lr")            # read by the update only
+    scale = tf.placeholder(tf.float64, [], name="scale")      # read by the gradients
+    w = tf.Variable(np.array([1.0, -1.0]), name="w")
+    loss = scale * tf.reduce_mean(tf.square(tf.reduce_sum(x * w, axis=1) - 1.0))
+    train = tf.train.GradientDescentOptimizer(lr).minimize(loss)
+    xs = _rows(9, 2, seed=22, dtype=np.float64)
+    feed = {lr: 0.1, scale: 2.0}
+    with tf.Session(backend="interpreter") as ref, tf.Session() as sess:
+        ref.run(tf.global_variables_initializer())
+        sess.run(tf.global_variables_initializer())
+        r = xs @ np.array([1.0, -1.0]) - 1.0                   # by hand, at the start
+        grad = jfd.gradients(sess, loss, [w], {x: da.from_array(xs, chunks=4)},
+                             feed_dict={scale: 2.0})
+        np.testing.assert_allclose(grad[0], 2.0 * 2 * xs.T @ r / 9, rtol=1e-12)
+        want = [ref.run([train, loss], {x: xs[s:s + 4], **feed})[1] for s in range(0, 9, 4)]
+        got = jfd.fit(sess, train, loss, {x: da.from_array(xs, chunks=3)}, batch_size=4,
+                      feed_dict=feed, progress=False)
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+        np.testing.assert_allclose(sess.run(w), ref.run(w), rtol=1e-12)
