@@ -701,8 +701,8 @@ def fit(sess, train_op, loss, feeds: Mapping, *, batch_size: int, epochs: int = 
                        "fit")
     classes = sorted({_row_class(n) for n in sizes})
     files = {c: exports.get(c) for c in classes}
-    modules = {c: {k: v for k, v in f.items() if k.endswith(".py")} for c, f in files.items()}
     manifest = json.loads(files[classes[0]][_MANIFEST])
+    modules = {c: {manifest["module"]: f[manifest["module"]]} for c, f in files.items()}
     var_ops = [graph.get_operation_by_name(v["name"]) for v in manifest["state"]["variables"]]
     how = {"dtypes": [np.dtype(t.dtype.as_numpy_dtype).str for t in tensors],
            "extra": [v for _, v in extra], "reduction": loss_reduction,

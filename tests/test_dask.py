@@ -121,6 +121,7 @@ def test_predict_reads_the_variables_when_called():
     w = tf.Variable(np.array([[1.0], [2.0]]), name="w")
     y = tf.matmul(x, w)
     xs = np.arange(10.0).reshape(5, 2)
+    assert jfd.current_client() is None             # Dask's local threads run it
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         old = jfd.predict(sess, y, x, da.from_array(xs, chunks=2))
