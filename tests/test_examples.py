@@ -75,3 +75,13 @@ def test_dask_predict_scores_every_chunk_like_one_session_run(capsys):
     assert out["chunks"] == 5 and out["shape"] == (30_000, 3)
     assert out["max_diff"] < 1e-5 and out["agree"] > 0.999
     assert out["accuracy"] > 0.9
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_frozen_graphs_give_tensorflows_outputs(backend, capsys):
+    out = _load("frozen_graph").main()
+    lines = capsys.readouterr().out.splitlines()
+    assert sum("predictions equal TensorFlow's: True" in line for line in lines) == 2
+    for key in ("cnn", "mlp"):
+        np.testing.assert_allclose(out[key]["probs"], out[key]["expected"], rtol=1e-4,
+                                   atol=1e-5)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -634,3 +635,34 @@ def test_threads_loading_the_same_bytes_get_one_complete_module():
         t.join()
     assert errors == [] and len(got) == 4
     assert len({id(f._entry) for f in got}) == 1
+
+
+_CNN_SCRIPT = r'''
+import numpy as np
+import cnn
+f = cnn.load()
+xs = np.load(sys.argv[1])
+np.save(sys.argv[2], f(xs))
+'''
+
+
+def test_a_cnn_exports_with_its_window_op_helpers_and_runs_without_jitflow(tmp_path):
+    """Convolution and pooling kernels call nnlib's helpers: the export carries a copy."""
+    rng = np.random.default_rng(8)
+    x = tf.placeholder(tf.float32, [None, 8, 8, 2], name="x")
+    f = tf.Variable(rng.standard_normal((3, 3, 2, 4)).astype(np.float32))
+    h = tf.nn.max_pool(tf.nn.relu(tf.nn.conv2d(x, f, 1, "SAME")), 2, 2, "VALID")
+    y = tf.nn.avg_pool(h, 2, 1, "SAME", name="y")
+    xs = rng.standard_normal((3, 8, 8, 2)).astype(np.float32)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        want = sess.run(y, {x: xs})
+        folder = tf.export(sess, y, [x], str(tmp_path / "exp"), name="cnn")
+    src = (tmp_path / "exp" / "cnn.py").read_text()
+    assert "a copy of jitflow.compiler.nnlib" in src
+    assert not re.search(r"^\s*(import|from)\s+jitflow\b", src, re.M)
+    np.save(tmp_path / "xs.npy", xs)
+    proc = _clean_python(_CNN_SCRIPT, folder, str(tmp_path / "xs.npy"),
+                         str(tmp_path / "out.npy"))
+    assert proc.returncode == 0, proc.stderr
+    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), want, rtol=1e-6)
