@@ -668,6 +668,11 @@ def fit(sess, train_op, loss, feeds: Mapping, *, batch_size: int, epochs: int = 
     would. `feed_dict` values are fed to every shard and to the update. Returns the loss of
     every step (before its update), as `sess.run([train_op, loss], batch)` would give it.
     The rows are kept in the cluster's memory for the epochs (persisted once).
+
+    What is averaged is what `apply_gradients` was given: for `minimize` (or the gradients of
+    `compute_gradients` as they are) that is exact; a transformation in between that is not
+    linear in the rows (clipping by global norm) is applied to each shard's gradients instead
+    of the batch's.
     """
     dask, _ = _dask()
     graph = sess.graph
