@@ -84,6 +84,18 @@ def test_example_runs_as_a_script():
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_dask_predict_scores_every_chunk_like_one_session_run(capsys):
+    pytest.importorskip("dask.array")
+    pytest.importorskip("distributed")
+    out = _load("dask_predict").main(rows=30_000, chunk=7_000, steps=150, threads=True)
+    printed = capsys.readouterr().out
+    assert "scored 30,000 rows in 5 chunks" in printed
+    assert out["chunks"] == 5 and out["shape"] == (30_000, 3)
+    assert out["max_diff"] < 1e-5 and out["agree"] > 0.999
+    assert out["accuracy"] > 0.9
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_frozen_graphs_give_tensorflows_outputs(backend, capsys):
     out = _load("frozen_graph").main()
     lines = capsys.readouterr().out.splitlines()

@@ -6,6 +6,7 @@ within a step is a data dependency and a whole training step is one graph a comp
 """
 from __future__ import annotations
 
+import weakref
 from typing import Optional
 
 import numpy as np
@@ -13,7 +14,17 @@ import numpy as np
 from jitflow.graph import (GraphKeys, Operation, Tensor, control_dependencies, convert_to_tensor,
                            get_default_graph, name_scope)
 
-__all__ = ["Optimizer"]
+__all__ = ["Optimizer", "applied_gradients"]
+
+#: the op `apply_gradients` returned -> the (gradient, variable) pairs it applies; lets a tool
+#: compute those gradients elsewhere and feed them to the op (jitflow.dask.fit)
+_APPLIED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def applied_gradients(op) -> Optional[tuple]:
+    """The (gradient tensor, variable) pairs applied by `op`, an op returned by an optimizer's
+    `apply_gradients` or `minimize`; None for any other op."""
+    return _APPLIED.get(op)
 
 
 def _var_key(var):
@@ -141,6 +152,8 @@ class Optimizer:
                     with control_dependencies([self._finish(update_ops, "update")]):
                         apply_updates = assign_add(global_step, 1, name=scope,
                                                    read_value=False)
+            _APPLIED[getattr(apply_updates, "op", apply_updates)] = tuple(
+                (g, v) for g, v in converted if g is not None)
             train_ops = graph.get_collection_ref(GraphKeys.TRAIN_OP)
             if apply_updates not in train_ops:
                 train_ops.append(apply_updates)
