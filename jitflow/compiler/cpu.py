@@ -380,6 +380,37 @@ def _drop_numba_cache(fn) -> bool:
     return True
 
 
+def _host_steps(plan: Plan, pre: set) -> set:
+    """The ops of `plan` that run on the host: those without a code generator, and constants
+    read only by them (a string op's defaults: no kernel just to hand over a constant)."""
+    host = {op for op in plan.ops if op not in pre and not _fuse.supported(op)}
+    if not host:
+        return host
+    readers: dict = {}
+    for op in plan.ops:
+        for t in op.inputs:
+            readers.setdefault(t.op, []).append(op)
+    for op in plan.ops:
+        if op.type == "Const" and op in readers and all(r in host for r in readers[op]):
+            host.add(op)
+    return host
+
+
+def _host_first(plan: Plan, pre: set, host: set) -> list:
+    """`plan.ops` with the host ops that need nothing computed natively moved to the front
+    (an input pipeline's get_next, a string parse), so they do not cut the native ops that
+    follow them into several kernels; still a topological order."""
+    if not host:
+        return list(plan.ops)
+    fed = set(plan.feeds)
+    early: set = set()
+    for op in plan.ops:
+        if op in host and all(t in fed or t.op in early or t.op in pre for t in op.inputs) \
+                and all(c in early for c in op._control_inputs):
+            early.add(op)
+    return [op for op in plan.ops if op in early] + [op for op in plan.ops if op not in early]
+
+
 def _cache_hits(fn) -> int:
     stats = getattr(fn, "stats", None)
     hits = getattr(stats, "cache_hits", None)
@@ -460,14 +491,17 @@ class Executable:
         pre_set = set(pre)
         steps: list = []
         cur: list = []
-        for op in plan.ops:
+        on_host = _host_steps(plan, pre_set)
+        for op in _host_first(plan, pre_set, on_host):
             if op in pre_set:
                 continue
-            if _fuse.supported(op):
+            if op not in on_host:
                 cur.append(op)
             else:
-                # host ops (control flow, TensorArrays) are host work by design: no warning
-                if op.op_def.kind != "host" and op.type not in _WARNED_OPS:
+                # host ops (control flow, TensorArrays, input pipelines, strings) are host
+                # work by design: no warning
+                if (not _fuse.host_only(op) and op.type != "Const"
+                        and op.type not in _WARNED_OPS):
                     _WARNED_OPS.add(op.type)
                     warnings.warn(f"jitflow: op type {op.type} has no code generator; it runs "
                                   "through its NumPy reference", RuntimeWarning, stacklevel=5)

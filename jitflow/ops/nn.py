@@ -390,10 +390,49 @@ def softmax_cross_entropy_with_logits_v2(labels, logits, axis=None, name: Option
         logits = convert_to_tensor(logits, name="logits")
         labels = convert_to_tensor(labels, dtype=None if isinstance(labels, Tensor)
                                    else logits.dtype, name="labels")
-        (a,) = normalize_axis(logits, -1 if axis is None else axis, "softmax")
-        op = make_op("SoftmaxCrossEntropyWithLogits", [logits, labels], {"axis": a},
-                     name=scope)
-        return op.outputs[0]
+        if labels.dtype != logits.dtype:
+            labels = cast(labels, logits.dtype)  # TF casts the labels to the logits' dtype
+        lr, br = logits.shape.ndims, labels.shape.ndims
+        if lr is not None and lr == br and logits.shape.is_compatible_with(labels.shape):
+            (a,) = normalize_axis(logits, -1 if axis is None else axis, "softmax")
+            op = make_op("SoftmaxCrossEntropyWithLogits", [logits, labels], {"axis": a},
+                         name=scope)
+            return op.outputs[0]
+        return _xent_flattened(labels, logits, axis, scope)
+
+
+def _xent_flattened(labels: Tensor, logits: Tensor, axis, scope: str) -> Tensor:
+    """TF's rule for labels and logits of other shapes: both are flattened to
+    [-1, classes] (classes along the last axis), the 2-D op broadcasts them, and the loss takes
+    the shape of the logits without their last axis (labels [b, 1, c] with logits [b, c] run;
+    an outer size that is neither equal nor 1 is an error)."""
+    from jitflow.ops.array import reshape, shape as shape_of, strided_slice
+    lr = logits.shape.ndims
+    if axis is not None and axis != -1 and (lr is None or axis != lr - 1):
+        raise ValueError(f"softmax_cross_entropy_with_logits: axis {axis} needs labels of the "
+                         f"logits' shape {logits.shape}, got {labels.shape}")
+
+    def flat(t: Tensor) -> Tensor:
+        dims = t.shape.as_tuple()
+        if dims is not None and len(dims) >= 1 and dims[-1] is not None:
+            return reshape(t, [-1, dims[-1]])
+        return reshape(t, stack_shape(t))
+
+    def stack_shape(t: Tensor) -> Tensor:
+        from jitflow.ops.array import concat
+        last = strided_slice(shape_of(t), [-1], [0], [1], end_mask=1)
+        return concat([np.array([-1], np.int32), last], 0)
+
+    cost = make_op("SoftmaxCrossEntropyWithLogits", [flat(logits), flat(labels)],
+                   {"axis": 1}, name="SoftmaxCrossEntropyWithLogits").outputs[0]
+    dims = logits.shape.as_tuple()
+    if dims is not None and sum(d is None for d in dims[:-1]) <= 1:
+        return reshape(cost, [-1 if d is None else d for d in dims[:-1]], name=scope)
+    out_shape = strided_slice(shape_of(logits), [0], [-1], [1], begin_mask=1)
+    out = reshape(cost, out_shape, name=scope)
+    if dims is not None:
+        out.set_shape(dims[:-1])
+    return out
 
 
 def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, dim=-1,
