@@ -22,6 +22,7 @@ from jitflow.train.monitored_session import (ChiefSessionCreator, CheckpointSave
 from jitflow.train.moving_averages import ExponentialMovingAverage
 from jitflow.train.optimizer import Optimizer
 from jitflow.train.rmsprop import RMSPropOptimizer
+from jitflow.train import sparse_apply as _sparse_apply  # noqa: F401  (registers its ops)
 from jitflow.train.saver import (CheckpointReader, CheckpointState, NewCheckpointReader, Saver,
                                  checkpoint_exists, get_checkpoint_state, latest_checkpoint,
                                  list_variables, load_checkpoint, load_variable,
