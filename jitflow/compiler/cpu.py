@@ -380,20 +380,36 @@ def _drop_numba_cache(fn) -> bool:
     return True
 
 
-def _host_steps(plan: Plan, pre: set) -> set:
-    """The ops of `plan` that run on the host: those without a code generator, and constants
-    read only by them (a string op's defaults: no kernel just to hand over a constant)."""
+def _host_steps(plan: Plan, pre: set) -> tuple:
+    """(host ops, quiet ops): the ops of `plan` that run on the host: those without a code
+    generator, and the ops read only by host ops that are constants, variables, random draws
+    or computed from host values alone (a string op's defaults, an epoch counter, an input
+    producer's shuffle: no kernel just to hand a few values to the host). The quiet ones are
+    host work by position, not a missing code generator (no warning)."""
     host = {op for op in plan.ops if op not in pre and not _fuse.supported(op)}
     if not host:
-        return host
+        return host, set()
+    fed = set(plan.feeds)
     readers: dict = {}
     for op in plan.ops:
         for t in op.inputs:
             readers.setdefault(t.op, []).append(op)
-    for op in plan.ops:
-        if op.type == "Const" and op in readers and all(r in host for r in readers[op]):
-            host.add(op)
-    return host
+
+    def feeds_host(op) -> bool:
+        rs = readers.get(op)
+        return bool(rs) and all(r in host for r in rs) and (
+            op.type in ("Const", "VariableV2") or op.op_def.kind == "random"
+            or all(t in fed or t.op in host for t in op.inputs))
+
+    changed = True
+    while changed:
+        changed = False
+        for op in plan.ops:
+            if op not in host and op not in pre and feeds_host(op):
+                host.add(op)
+                changed = True
+    # ops without a code generator that feed only host ops are host work too (no warning)
+    return host, {op for op in host if feeds_host(op)}
 
 
 def _host_first(plan: Plan, pre: set, host: set) -> list:
@@ -408,7 +424,34 @@ def _host_first(plan: Plan, pre: set, host: set) -> list:
         if op in host and all(t in fed or t.op in early or t.op in pre for t in op.inputs) \
                 and all(c in early for c in op._control_inputs):
             early.add(op)
-    return [op for op in plan.ops if op in early] + [op for op in plan.ops if op not in early]
+    # host ops whose results nothing but no-ops wait for (an optimizer's in-place sparse
+    # update) go last, with those no-ops, so the native ops around them form one kernel
+    fetched = {t.op for t in plan.fetches}
+    waiting: dict = {}
+    for op in plan.ops:
+        for t in op.inputs:
+            waiting.setdefault(t.op, set()).add(op)
+        for c in op._control_inputs:
+            waiting.setdefault(c, set()).add(op)
+    late: set = set()
+    for op in reversed(plan.ops):
+        if op in fetched or op in early:
+            continue
+        after = waiting.get(op, ())
+        if op.type == "NoOp" and all(w in late for w in after):
+            if any(c in late or c in host for c in op._control_inputs):
+                late.add(op)
+        elif op in host and all(w.type == "NoOp" for w in after):
+            late.add(op)
+    # a no-op seen before the host op it waits for: second pass
+    for op in reversed(plan.ops):
+        if op.type == "NoOp" and op not in late and op not in fetched and all(
+                w in late for w in waiting.get(op, ())) and any(
+                c in late for c in op._control_inputs):
+            late.add(op)
+    head = [op for op in plan.ops if op in early]
+    tail = [op for op in plan.ops if op in late]
+    return head + [op for op in plan.ops if op not in early and op not in late] + tail
 
 
 def _cache_hits(fn) -> int:
@@ -491,17 +534,17 @@ class Executable:
         pre_set = set(pre)
         steps: list = []
         cur: list = []
-        on_host = _host_steps(plan, pre_set)
+        on_host, quiet = _host_steps(plan, pre_set)
         for op in _host_first(plan, pre_set, on_host):
             if op in pre_set:
                 continue
             if op not in on_host:
                 cur.append(op)
             else:
-                # host ops (control flow, TensorArrays, input pipelines, strings) are host
-                # work by design: no warning
-                if (not _fuse.host_only(op) and op.type != "Const"
-                        and op.type not in _WARNED_OPS):
+                # host ops (control flow, TensorArrays, input pipelines, strings) and the ops
+                # only they read are host work by design: no warning
+                if (not _fuse.host_only(op) and not _fuse.supported(op)
+                        and op not in quiet and op.type not in _WARNED_OPS):
                     _WARNED_OPS.add(op.type)
                     warnings.warn(f"jitflow: op type {op.type} has no code generator; it runs "
                                   "through its NumPy reference", RuntimeWarning, stacklevel=5)
@@ -511,6 +554,9 @@ class Executable:
                 steps.append(op)
         if cur:
             steps.append(cur)
+        # a run of no-ops alone (a train op after host updates) needs no kernel
+        steps = [st for st in steps
+                 if not (isinstance(st, list) and all(op.type == "NoOp" for op in st))]
         flat: list = []
         for s in steps:
             # long runs become several kernels, cut where repeated structure repeats

@@ -10,7 +10,13 @@ from jitflow.train.learning_rate_decay import (cosine_decay, exponential_decay, 
                                                natural_exp_decay, piecewise_constant,
                                                polynomial_decay)
 from jitflow.train.checkpoint_utils import init_from_checkpoint
-from jitflow.train.coordinator import Coordinator, LooperThread, start_queue_runners
+from jitflow.train.coordinator import Coordinator, LooperThread
+from jitflow.train import queue_runner  # noqa: F401  (tf.train.queue_runner)
+from jitflow.train.input import (batch, batch_join, input_producer, limit_epochs,
+                                 match_filenames_once, range_input_producer, shuffle_batch,
+                                 shuffle_batch_join, slice_input_producer,
+                                 string_input_producer)
+from jitflow.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from jitflow.train.momentum import MomentumOptimizer
 from jitflow.train.monitored_session import (ChiefSessionCreator, CheckpointSaverHook,
                                              FinalOpsHook, LoggingTensorHook, MonitoredSession,
@@ -45,4 +51,7 @@ __all__ = [
     "MonitoredTrainingSession", "NanLossDuringTrainingError", "NanTensorHook", "Scaffold",
     "SecondOrStepTimer", "SessionRunArgs", "SessionRunContext", "SessionRunHook",
     "SessionRunValues", "SingularMonitoredSession", "StopAtStepHook", "init_from_checkpoint",
+    "QueueRunner", "add_queue_runner", "queue_runner", "batch", "batch_join", "input_producer",
+    "limit_epochs", "match_filenames_once", "range_input_producer", "shuffle_batch",
+    "shuffle_batch_join", "slice_input_producer", "string_input_producer",
 ]

@@ -235,9 +235,10 @@ class Optimizer:
     def _apply_dense(self, grad: Tensor, var):
         raise NotImplementedError()
 
-    def _apply_sparse(self, values: Tensor, indices: Tensor, var):
-        """Update only the rows `indices` of `var` with gradient rows `values` (optimizers
-        with a sparse rule override this; the others apply the dense gradient)."""
+    def _apply_sparse(self, values: list, indices: list, var):
+        """Update only the rows `indices` of `var` with gradient rows `values` (one pair per
+        gather of `var`; optimizers with a sparse rule override this, the others apply the
+        dense gradient)."""
         raise NotImplementedError()
 
     def _finish(self, update_ops: list, name_scope: str) -> Operation:

@@ -7,8 +7,9 @@ rule sees through the `GatherGrad` (`sparse_gradient`) and updates the rows in p
 host op (`SparseApplyGradientDescent`), so a step over a 50,000-row table touches the batch's
 rows instead of allocating, filling and applying a dense table-sized gradient.
 
-The in-place write validates every index first, so a bad index changes nothing; it happens when
-the op runs, after the reads of the table that the step's gradient depends on.
+Small tables (under `SPARSE_MIN_ELEMENTS`) keep the dense update, which fuses into the step's
+single kernel. The in-place write validates every index first, so a bad index changes nothing;
+it happens when the op runs, after the reads of the table that the step's gradient depends on.
 """
 from __future__ import annotations
 
@@ -34,9 +35,18 @@ def _is_value_of(t: Tensor, var) -> bool:
         return False
 
 
+# Tables smaller than this many elements keep the dense update: one fused kernel for the whole
+# step beats a host op there; above it, touching only the batch's rows wins by far (a 50,000 x
+# 128 table: benchmarks/embedding_step.py).
+SPARSE_MIN_ELEMENTS = 1 << 16
+
+
 def sparse_gradient(grad: Tensor, var) -> Optional[tuple]:
-    """(values, indices) when `grad` is a sum of axis-0 gather gradients of `var`'s value,
-    else None (the gradient is applied densely)."""
+    """([values...], [indices...]) when `grad` is a sum of axis-0 gather gradients of `var`'s
+    value (one pair per gather) and the table is large, else None (applied densely)."""
+    n = var.shape.num_elements() if var.shape.is_fully_defined() else None
+    if n is not None and n < SPARSE_MIN_ELEMENTS:
+        return None
     parts = [grad]
     if grad.op.type in ("AddN", "Add", "AddV2"):
         parts = list(grad.op.inputs)
@@ -46,25 +56,9 @@ def sparse_gradient(grad: Tensor, var) -> Optional[tuple]:
         if op.type != "GatherGrad" or op.attrs.get("axis", 0) != 0 \
                 or not _is_value_of(op.inputs[2], var):
             return None
-        g, idx = op.inputs[0], op.inputs[1]
-        if g.shape.ndims is None or idx.shape.ndims is None or var.shape.ndims is None:
-            return None
-        values.append(g)
-        indices.append(idx)
-    if len(values) == 1 and indices[0].shape.ndims == 1:
-        return values[0], indices[0]
-    from jitflow.ops.array import concat, reshape
-    from jitflow.ops.math import cast
-    from jitflow import dtypes as _dtypes
-    row = var.shape.as_list()[1:]
-    if None in row:
-        return None
-    values = [reshape(v, [-1] + row) for v in values]
-    indices = [reshape(cast(i, _dtypes.int64) if i.dtype != _dtypes.int64 else i, [-1])
-               for i in indices]
-    if len(values) == 1:
-        return values[0], indices[0]
-    return concat(values, 0), concat(indices, 0)
+        values.append(op.inputs[0])
+        indices.append(op.inputs[1])
+    return values, indices
 
 
 def _rows(op, var_op, indices, ctx) -> tuple:
@@ -83,30 +77,42 @@ def _rows(op, var_op, indices, ctx) -> tuple:
     return buf, idx
 
 
-def _sgd_ref(op, var_op, lr, values, indices, ctx):
-    buf, idx = _rows(op, var_op, indices, ctx)
-    upd = np.reshape(values, (idx.size,) + buf.shape[1:]) * np.asarray(lr, dtype=buf.dtype)
+def _sgd_ref(op, var_op, lr, *parts, ctx):
+    n = op.attrs["n"]
+    idx = np.concatenate([np.reshape(i, -1) for i in parts[n:]])
+    buf, idx = _rows(op, var_op, idx, ctx)
+    upd = np.concatenate([np.reshape(v, (-1,) + buf.shape[1:]) for v in parts[:n]])
+    if upd.shape[0] != idx.size:
+        raise errors.InvalidArgumentError(
+            None, op, f"gradient rows ({upd.shape[0]}) and indices ({idx.size}) of '{op.name}' "
+                      "do not match")
+    upd = upd * np.asarray(lr, dtype=buf.dtype)
     np.subtract.at(buf, idx, upd.astype(buf.dtype, copy=False))
     return buf
 
 
 def _sgd_infer(op):
-    var, lr, values, indices = op.inputs
-    if values.dtype != var.dtype:
-        raise TypeError(f"gradient values ({values.dtype.name}) and variable "
-                        f"({var.dtype.name}) of '{op.name}' must have the same dtype")
-    if not indices.dtype.is_integer:
-        raise TypeError(f"indices of '{op.name}' must be integers, got {indices.dtype.name}")
+    var, lr = op.inputs[:2]
+    n = op.attrs["n"]
+    for v in op.inputs[2:2 + n]:
+        if v.dtype != var.dtype:
+            raise TypeError(f"gradient values ({v.dtype.name}) and variable "
+                            f"({var.dtype.name}) of '{op.name}' must have the same dtype")
+    for i in op.inputs[2 + n:]:
+        if not i.dtype.is_integer:
+            raise TypeError(f"indices of '{op.name}' must be integers, got {i.dtype.name}")
     return [(var.dtype, var.shape)]
 
 
 register("SparseApplyGradientDescent", infer=_sgd_infer, ref=_sgd_ref, needs_ctx=True,
          stateful=True, differentiable=False, kind="host",
-         doc="Inputs (var, lr, grad values, indices): var[indices] -= lr * values in place "
-             "(duplicate indices add up).")
+         doc="Inputs (var, lr, n gradient values, n indices): var[indices] -= lr * values in "
+             "place (duplicate indices add up).")
 
 
-def apply_sparse_gradient_descent(var, lr: Tensor, values: Tensor, indices: Tensor):
-    """The op updating the rows `indices` of `var` by -lr * values."""
-    return make_op("SparseApplyGradientDescent", [var.op.outputs[0], lr, values, indices],
+def apply_sparse_gradient_descent(var, lr: Tensor, values: list, indices: list):
+    """The op updating the rows `indices` of `var` by -lr * values (lists: one pair per
+    gather of the variable)."""
+    return make_op("SparseApplyGradientDescent",
+                   [var.op.outputs[0], lr] + list(values) + list(indices), {"n": len(values)},
                    name="SparseApplyGradientDescent").outputs[0]
