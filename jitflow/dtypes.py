@@ -143,11 +143,6 @@ def as_bytes_array(value, what: str = "value") -> np.ndarray:
         if arr.dtype.kind not in "SUO":
             raise TypeError(f"Expected string, got {value!r} of type '{type(value).__name__}' "
                             f"instead ({what}).")
-        if arr.dtype.kind == "S":
-            # NumPy strips trailing NULs of fixed-width bytes: keep those of the originals
-            out = np.empty(arr.shape, dtype=object)
-            out[...] = arr.tolist() if arr.ndim else arr.item()
-            return out
     flat = arr.reshape(-1)
     out = np.empty(flat.shape, dtype=object)
     for i, v in enumerate(flat.tolist() if arr.dtype != object else flat):
