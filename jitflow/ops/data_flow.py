@@ -51,6 +51,14 @@ class _QueueState:
         self.cancelled = False
         self.session_gone = False
         self.rng = session._rng_for(op) if self.kind == "RandomShuffleQueue" else None
+        self.waiting = 0  # threads blocked on this queue now
+
+    def _wait(self) -> None:
+        self.waiting += 1
+        try:
+            self.cond.wait()
+        finally:
+            self.waiting -= 1
 
     # -- waking waiters -------------------------------------------------------------------------
     def session_closed(self) -> None:
@@ -96,7 +104,7 @@ class _QueueState:
                         raise errors.CancelledError(
                             None, op, f"Enqueue operation was cancelled (queue "
                                       f"'{self.name}' is closed).")
-                    self.cond.wait()
+                    self._wait()
                 self._check_session(op)
                 self.items.append(row)
                 self.cond.notify_all()
@@ -120,7 +128,7 @@ class _QueueState:
                         None, op, f"{self.kind} '{self.name}' is closed and has insufficient "
                                   f"elements (requested {n}, current size {len(self.items)})"
                                   f"\n\t [[node {op.name}]]")
-                self.cond.wait()
+                self._wait()
 
     def _take(self, n: int) -> list:
         if self.rng is None:

@@ -79,7 +79,7 @@ def test_string_ops_are_host_work_and_numbers_still_compile():
     assert [k for k, _ in steps].count("native") == 1, steps
 
 
-# -- as_string, join, split -------------------------------------------------------------------------
+# -- as_string, join, split -----------------------------------------------------------------------
 def test_as_string_formats(backend):
     cases = [
         (tf.as_string([3.14159, -2.0]), [b"3.141590", b"-2.000000"]),
@@ -147,7 +147,7 @@ def test_strings_split_sep_and_rank(backend):
     assert m.values.tolist() == [b"a", b"b c"]
 
 
-# -- decode_csv and string_to_number -----------------------------------------------------------------
+# -- decode_csv and string_to_number --------------------------------------------------------------
 def test_decode_csv_values_and_defaults(backend):
     out = run(tf.decode_csv(["1,2.5,x", "3,,y"], record_defaults=[[0], [1.0], ["z"]]))
     assert out[0].tolist() == [1, 3] and out[0].dtype == np.int32
@@ -211,7 +211,7 @@ def test_string_to_number(backend):
         tf.string_to_number(["1"], out_type=tf.bool)
 
 
-# -- the small string ops --------------------------------------------------------------------------------
+# -- the small string ops -------------------------------------------------------------------------
 def test_length_case_strip_substr_regex(backend):
     out = run([tf.strings.length(["abc", "\u00e9"]),
                tf.strings.length(["\u00e9"], unit="UTF8_CHAR"),
@@ -237,7 +237,7 @@ def test_length_case_strip_substr_regex(backend):
         run(tf.strings.substr(["hello"], 7, 1))
 
 
-# -- parity with TensorFlow ----------------------------------------------------------------------------
+# -- parity with TensorFlow -----------------------------------------------------------------------
 def _tf_and_jitflow(build):
     tf_ref = pytest.importorskip("tensorflow.compat.v1")
     g = tf_ref.Graph()
