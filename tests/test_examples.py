@@ -63,3 +63,17 @@ def test_example_runs_as_a_script():
     assert [line.split()[:2] for line in lines if line.startswith("epoch")] == [
         ["epoch", "1"], ["epoch", "2"]]
     assert lines[-1].startswith("final: w = ")
+
+
+def test_data_pipeline_trains_from_a_tf_data_pipeline(capsys):
+    out = _load("data_pipeline").main(epochs=4)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1].startswith("final:")
+    assert out["losses"][-1] < 0.8 * out["losses"][0]
+    assert out["held_out"] == 400 and out["accuracy"] > 0.7
+
+
+def test_word2vec_nce_loss_falls(capsys):
+    out = _load("word2vec_nce").main(steps=600)
+    assert capsys.readouterr().out.splitlines()[-1].startswith("final:")
+    assert out["averages"][-1] < 0.6 * out["averages"][0]

@@ -86,9 +86,20 @@ def _sgd_ref(op, var_op, lr, *parts, ctx):
         raise errors.InvalidArgumentError(
             None, op, f"gradient rows ({upd.shape[0]}) and indices ({idx.size}) of '{op.name}' "
                       "do not match")
-    upd = upd * np.asarray(lr, dtype=buf.dtype)
-    np.subtract.at(buf, idx, upd.astype(buf.dtype, copy=False))
+    rows, sums = _rows_summed(idx, upd)
+    buf[rows] -= (sums * np.asarray(lr, dtype=buf.dtype)).astype(buf.dtype, copy=False)
     return buf
+
+
+def _rows_summed(idx: np.ndarray, upd: np.ndarray) -> tuple:
+    """(distinct indices, the sum of the update rows of each): duplicates (a word twice in a
+    batch) add up, with vectorized sorting instead of ufunc.at's element loop."""
+    order = np.argsort(idx, kind="stable")
+    sorted_idx = idx[order]
+    starts = np.flatnonzero(np.r_[True, sorted_idx[1:] != sorted_idx[:-1]])
+    if starts.size == idx.size:
+        return idx, upd
+    return sorted_idx[starts], np.add.reduceat(upd[order], starts, axis=0)
 
 
 def _sgd_infer(op):
