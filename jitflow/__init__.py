@@ -100,7 +100,7 @@ from jitflow import export  # noqa: E402,F401  (a module you can call: export(se
 from jitflow.export import load  # noqa: E402,F401
 from jitflow import viz  # noqa: E402,F401
 from jitflow import app, debugging, flags, layers, logging, metrics, summary  # noqa: E402,F401,E501
-from jitflow import data, io, nest, queue, sparse, strings  # noqa: E402,F401
+from jitflow import data, image, io, nest, queue, sparse, strings  # noqa: E402,F401
 from jitflow.train.queue_runner import start_queue_runners  # noqa: E402,F401
 from jitflow.ops.sparse import SparseTensor, SparseTensorValue  # noqa: E402,F401
 from jitflow.summary import Event, SessionLog, Summary  # noqa: E402,F401
