@@ -6,9 +6,11 @@ from jitflow.train.adadelta import AdadeltaOptimizer
 from jitflow.train.adagrad import AdagradOptimizer
 from jitflow.train.adam import AdamOptimizer
 from jitflow.train.gradient_descent import GradientDescentOptimizer
-from jitflow.train.learning_rate_decay import (cosine_decay, exponential_decay, inverse_time_decay,
-                                               natural_exp_decay, piecewise_constant,
-                                               polynomial_decay)
+from jitflow.train.learning_rate_decay import (cosine_decay, cosine_decay_restarts,
+                                               exponential_decay, inverse_time_decay,
+                                               linear_cosine_decay, natural_exp_decay,
+                                               noisy_linear_cosine_decay, piecewise_constant,
+                                               piecewise_constant_decay, polynomial_decay)
 from jitflow.train.checkpoint_utils import init_from_checkpoint
 from jitflow.train.coordinator import Coordinator, LooperThread
 from jitflow.train import queue_runner  # noqa: F401  (tf.train.queue_runner)
@@ -51,7 +53,9 @@ __all__ = [
     "MonitoredTrainingSession", "NanLossDuringTrainingError", "NanTensorHook", "Scaffold",
     "SecondOrStepTimer", "SessionRunArgs", "SessionRunContext", "SessionRunHook",
     "SessionRunValues", "SingularMonitoredSession", "StopAtStepHook", "init_from_checkpoint",
-    "QueueRunner", "add_queue_runner", "queue_runner", "batch", "batch_join", "input_producer",
+    "cosine_decay_restarts", "linear_cosine_decay", "noisy_linear_cosine_decay",
+    "piecewise_constant_decay", "QueueRunner", "add_queue_runner", "queue_runner", "batch",
+    "batch_join", "input_producer",
     "limit_epochs", "match_filenames_once", "range_input_producer", "shuffle_batch",
     "shuffle_batch_join", "slice_input_producer", "string_input_producer",
 ]
