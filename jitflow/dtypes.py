@@ -137,7 +137,8 @@ def as_bytes_array(value, what: str = "value") -> np.ndarray:
         arr = value
     else:
         try:
-            arr = np.asarray(value)
+            # object arrays keep bytes whole (a fixed-width "S" array drops trailing NULs)
+            arr = value if isinstance(value, np.ndarray) else np.asarray(value, dtype=object)
         except ValueError as e:
             raise ValueError(f"Cannot convert {what} {value!r} to a string tensor: {e}") from None
         if arr.dtype.kind not in "SUO":

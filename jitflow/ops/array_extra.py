@@ -27,9 +27,16 @@ __all__ = ["dynamic_partition", "dynamic_stitch", "sort", "argsort", "unique_wit
            "random_gamma", "random_poisson", "guarantee_const", "searchsorted"]
 
 NAMESPACES = {
-    "random": [("gamma", "random_gamma"), ("poisson", "random_poisson")],
+    "random": [("gamma", "random_gamma"), ("poisson", "random_poisson"),
+               ("get_seed", "_get_seed")],
     "math": [("unsorted_segment_sum", "_unsorted_segment_sum")],
 }
+
+
+def _get_seed(op_seed):
+    """`tf.random.get_seed`: (graph seed, op seed) as `tf.get_seed`."""
+    from jitflow.graph import get_default_graph
+    return get_default_graph().seed, op_seed
 
 
 def _unsorted_segment_sum(*args, **kwargs):

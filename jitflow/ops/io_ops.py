@@ -24,7 +24,7 @@ from jitflow.shapes import TensorShape
 __all__ = ["ReaderBase", "TextLineReader", "WholeFileReader", "FixedLengthRecordReader",
            "IdentityReader", "matching_files"]
 
-NAMESPACES = {"io": ["matching_files"]}
+NAMESPACES = {"io": ["matching_files", ("match_filenames_once", "_match_filenames_once")]}
 
 _HANDLE = [(_dtypes.variant, TensorShape([]))]
 _KEY = (_dtypes.string, TensorShape([]))
@@ -291,3 +291,9 @@ def matching_files(pattern, name: Optional[str] = None) -> Tensor:
     """`tf.io.matching_files`: the file names matching `pattern`, sorted."""
     p = convert_to_tensor(pattern, dtype=_dtypes.string, name="pattern")
     return make_op("MatchingFiles", [p], name=name or "MatchingFiles").outputs[0]
+
+
+def _match_filenames_once(pattern, name: Optional[str] = None):
+    """`tf.io.match_filenames_once` (= `tf.train.match_filenames_once`)."""
+    from jitflow.train.input import match_filenames_once
+    return match_filenames_once(pattern, name=name)

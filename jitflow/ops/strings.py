@@ -19,14 +19,15 @@ from jitflow.ops.registry import register
 from jitflow.shapes import TensorShape, broadcast_static
 
 __all__ = ["as_string", "string_join", "string_split", "decode_csv", "string_to_number",
-           "reduce_join", "regex_replace", "substr", "string_strip"]
+           "reduce_join", "regex_replace", "substr", "string_strip", "decode_raw",
+           "encode_base64", "decode_base64", "decode_compressed"]
 
 NAMESPACES = {
     "strings": ["as_string", ("join", "string_join"), ("split", "strings_split"),
                 ("to_number", "string_to_number"), "reduce_join", "regex_replace",
                 "regex_full_match", "substr", ("strip", "string_strip"), "length", "lower",
                 "upper"],
-    "io": ["decode_csv"],
+    "io": ["decode_csv", "decode_raw", "encode_base64", "decode_base64", "decode_compressed"],
 }
 
 _STRING = ("string",)
@@ -757,3 +758,119 @@ def reduce_join(inputs, axis=None, keep_dims=None, separator: str = "",
         sep = separator.encode() if isinstance(separator, str) else bytes(separator)
         return make_op("ReduceJoin", [x], {"axis": axes, "keep_dims": keep, "separator": sep},
                        name=scope or name).outputs[0]
+
+
+# -- decode_raw, base64, decode_compressed -------------------------------------------------------
+_RAW_TYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8")
+
+
+def _decode_raw_infer(op):
+    x = op.inputs[0]
+    if x.dtype != _dtypes.string:
+        raise TypeError("decode_raw needs a string tensor")
+    d = x.shape.as_tuple()
+    return [(op.attrs["out_type"], TensorShape(None) if d is None else TensorShape(
+        d + (op.attrs["fixed_length"],)))]
+
+
+def _decode_raw_ref(op, x):
+    x = _bytes_of(x)
+    dt = np.dtype(op.attrs["out_type"].as_numpy_dtype).newbyteorder(
+        "<" if op.attrs["little_endian"] else ">")
+    flat = x.reshape(-1)
+    sizes = {len(s) for s in flat}
+    if len(sizes) > 1:
+        raise _invalid(op, f"DecodeRaw requires input strings to all be the same size, but "
+                           f"element 0 has size {len(flat[0])} != {sorted(sizes)[-1]}")
+    n = (sizes.pop() if sizes else 0)
+    if n % dt.itemsize:
+        raise _invalid(op, f"Input to DecodeRaw has length {n} that is not a multiple of "
+                           f"{dt.itemsize}, the size of {op.attrs['out_type'].name}")
+    out = np.empty((flat.size, n // dt.itemsize), dtype=dt.newbyteorder("="))
+    for i, s in enumerate(flat):
+        out[i] = np.frombuffer(s, dtype=dt)
+    return out.reshape(x.shape + (n // dt.itemsize,))
+
+
+register("DecodeRaw", infer=_decode_raw_infer, ref=_decode_raw_ref, kind="host",
+         doc="Reinterpret the bytes of each string as a vector of attr out_type.")
+
+
+def decode_raw(input_bytes=None, out_type=None, little_endian: bool = True,  # noqa: A002
+               name: Optional[str] = None, bytes=None, fixed_length=None) -> Tensor:
+    """`tf.decode_raw` / `tf.io.decode_raw`: the bytes of each string as numbers of
+    `out_type` (all strings the same length; a new last dimension)."""
+    input_bytes = _legacy(input_bytes, bytes, "input_bytes", "bytes")
+    dt = _dtypes.as_dtype(out_type)
+    if dt.name not in _RAW_TYPES:
+        raise TypeError(f"Value passed to parameter 'out_type' has DataType {dt.name} not in "
+                        f"list of allowed values: {', '.join(_RAW_TYPES)}")
+    with name_scope(name, "DecodeRaw", [input_bytes]) as scope:
+        x = _string_input(input_bytes, "bytes")
+        op = make_op("DecodeRaw", [x], {"out_type": dt, "little_endian": bool(little_endian),
+                                        "fixed_length": None if fixed_length is None
+                                        else int(fixed_length)}, name=scope or name)
+        return op.outputs[0]
+
+
+def _b64_ref(encode: bool):
+    import base64
+
+    def ref(op, x):
+        if encode:
+            pad = op.attrs["pad"]
+            return _map_bytes(lambda s: base64.urlsafe_b64encode(s) if pad
+                              else base64.urlsafe_b64encode(s).rstrip(b"="), x)
+
+        def dec(s):
+            try:
+                return base64.urlsafe_b64decode(s + b"=" * (-len(s) % 4))
+            except ValueError:
+                raise _invalid(op, f"Invalid character found in base64: {s!r}") from None
+        return _map_bytes(dec, x)
+    return ref
+
+
+register("EncodeBase64", infer=_unary_string_infer(), ref=_b64_ref(True), kind="host",
+         doc="Web-safe base64 (- and _), padded with = when attr pad.")
+register("DecodeBase64", infer=_unary_string_infer(), ref=_b64_ref(False), kind="host",
+         doc="Decode web-safe base64.")
+
+
+def encode_base64(input, pad: bool = False, name: Optional[str] = None) -> Tensor:  # noqa: A002
+    """`tf.encode_base64` / `tf.io.encode_base64`: web-safe base64 of each string."""
+    with name_scope(name, "EncodeBase64", [input]) as scope:
+        return make_op("EncodeBase64", [_string_input(input, "input")], {"pad": bool(pad)},
+                       name=scope or name).outputs[0]
+
+
+def decode_base64(input, name: Optional[str] = None) -> Tensor:  # noqa: A002
+    """`tf.decode_base64` / `tf.io.decode_base64`: decode web-safe base64 strings."""
+    with name_scope(name, "DecodeBase64", [input]) as scope:
+        return make_op("DecodeBase64", [_string_input(input, "input")],
+                       name=scope or name).outputs[0]
+
+
+def _decompress_ref(op, x):
+    import gzip
+    import zlib
+    kind = op.attrs["compression_type"]
+    if kind == "ZLIB":
+        return _map_bytes(zlib.decompress, x)
+    if kind == "GZIP":
+        return _map_bytes(gzip.decompress, x)
+    return _map_bytes(lambda s: s, x)
+
+
+register("DecodeCompressed", infer=_unary_string_infer(), ref=_decompress_ref, kind="host",
+         doc="Decompress each string (attr compression_type: '', ZLIB or GZIP).")
+
+
+def decode_compressed(bytes, compression_type: str = "",  # noqa: A002
+                      name: Optional[str] = None) -> Tensor:
+    """`tf.decode_compressed` / `tf.io.decode_compressed`: zlib or gzip decompression."""
+    if compression_type not in ("", "ZLIB", "GZIP"):
+        raise ValueError(f"Unsupported compression type: {compression_type}")
+    with name_scope(name, "DecodeCompressed", [bytes]) as scope:
+        return make_op("DecodeCompressed", [_string_input(bytes, "bytes")],
+                       {"compression_type": compression_type}, name=scope or name).outputs[0]

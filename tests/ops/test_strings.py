@@ -277,3 +277,33 @@ def test_decode_csv_and_split_parity_with_tensorflow():
     want, got = _tf_and_jitflow(lambda t: t.string_split(["a b  c", "", "d"]))
     for w, g in zip(want, got):
         np.testing.assert_array_equal(g, w)
+
+
+def test_binary_strings_keep_their_bytes(backend):
+    raw = [b"\x01\x00\x02\x00", b"\xff\xff\x00\x01"]
+    p = tf.placeholder(tf.string, [None])
+    with tf.Session() as sess:
+        assert sess.run(tf.constant(raw)).tolist() == raw  # trailing NULs kept
+        assert sess.run(p, {p: [b"a\x00"]}).tolist() == [b"a\x00"]
+        ints = sess.run(tf.decode_raw(tf.constant(raw), tf.int16))
+        be = sess.run(tf.io.decode_raw(tf.constant(raw), tf.uint16, little_endian=False))
+        b64 = sess.run(tf.encode_base64(["hi?>"]))
+        back = sess.run(tf.decode_base64(tf.encode_base64(["hi?>"], pad=True)))
+        import zlib
+        dec = sess.run(tf.io.decode_compressed([zlib.compress(b"xyz")], "ZLIB"))
+    assert ints.tolist() == [[1, 2], [-1, 256]] and ints.dtype == np.int16
+    assert be.tolist() == [[256, 512], [65535, 1]]
+    assert b64.tolist() == [b"aGk_Pg"] and back.tolist() == [b"hi?>"]
+    assert dec.tolist() == [b"xyz"]
+    with pytest.raises(errors.InvalidArgumentError, match="same size"):
+        with tf.Session() as sess:
+            sess.run(tf.decode_raw(["ab", "abcd"], tf.int16))
+
+
+def test_decode_raw_and_base64_parity_with_tensorflow():
+    raw = [bytes(range(8)), bytes(range(8, 16))]
+    want, got = _tf_and_jitflow(lambda t: t.decode_raw(raw, t.float32))
+    np.testing.assert_array_equal(got, want)
+    want, got = _tf_and_jitflow(lambda t: t.io.encode_base64([b"\xff\xfe binary", b""],
+                                                             pad=True))
+    np.testing.assert_array_equal(got, want)
