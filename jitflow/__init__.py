@@ -103,4 +103,6 @@ from jitflow import app, debugging, flags, layers, logging, metrics, summary  # 
 from jitflow import data, image, io, nest, queue, sparse, strings  # noqa: E402,F401
 from jitflow.train.queue_runner import start_queue_runners  # noqa: E402,F401
 from jitflow.ops.sparse import SparseTensor, SparseTensorValue  # noqa: E402,F401
+from jitflow.errors import OpError  # noqa: E402,F401
+NoGradient = NotDifferentiable  # TF1's older name
 from jitflow.summary import Event, SessionLog, Summary  # noqa: E402,F401

@@ -18,6 +18,7 @@ from jitflow.graph import GraphKeys, Tensor, convert_to_tensor, get_default_grap
 from jitflow.ops import array as _array
 from jitflow.ops import math as _math
 from jitflow.ops import nn as _nn
+from jitflow.ops.compat_extra import InputSpec  # noqa: F401  (tf.layers.InputSpec)
 from jitflow.ops.control_flow import cond
 from jitflow.ops.init_ops import ones_initializer, zeros_initializer
 from jitflow.ops.linalg import matmul, tensordot
@@ -30,6 +31,7 @@ __all__ = [
     "average_pooling2d", "flatten", "dropout", "batch_normalization", "Layer", "Dense",
     "Conv1D", "Conv2D", "MaxPooling1D", "AveragePooling1D", "MaxPooling2D", "AveragePooling2D",
     "Flatten", "Dropout", "BatchNormalization", "conv2d_transpose", "Conv2DTranspose",
+    "InputSpec",
 ]
 
 

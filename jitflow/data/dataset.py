@@ -862,7 +862,7 @@ class _Shuffle(_Unary):
         size = int(run.get(self._buffer))
         if size <= 0:
             raise _invalid(f"buffer_size must be greater than zero, got {size}")
-        rng = self._rng(run)
+        draws = _Draws(self._rng(run))
         buf: list = []
         it = self._input._gen(run)
         for el in it:
@@ -870,14 +870,34 @@ class _Shuffle(_Unary):
             if len(buf) == size:
                 break
         for el in it:
-            i = int(rng.integers(len(buf)))
+            i = draws.index(len(buf))
             yield buf[i]
             buf[i] = el
         while buf:
-            i = int(rng.integers(len(buf)))
+            i = draws.index(len(buf))
             yield buf[i]
             buf[i] = buf[-1]
             buf.pop()
+
+
+class _Draws:
+    """Uniform indices below n, from uniform floats drawn in blocks (one generator call per
+    256 elements instead of one per element)."""
+
+    __slots__ = ("rng", "u", "k")
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self.u: list = []
+        self.k = 0
+
+    def index(self, n: int) -> int:
+        if self.k == len(self.u):
+            self.u = self.rng.random(256).tolist()
+            self.k = 0
+        v = self.u[self.k]
+        self.k += 1
+        return min(int(v * n), n - 1)
 
 
 def _seed_pair(graph, op_seed) -> Optional[list]:

@@ -12,6 +12,7 @@ from jitflow.train.learning_rate_decay import (cosine_decay, cosine_decay_restar
                                                noisy_linear_cosine_decay, piecewise_constant,
                                                piecewise_constant_decay, polynomial_decay)
 from jitflow.train.checkpoint_utils import init_from_checkpoint
+from jitflow.ops.compat_extra import basic_train_loop
 from jitflow.train.coordinator import Coordinator, LooperThread
 from jitflow.train import queue_runner  # noqa: F401  (tf.train.queue_runner)
 from jitflow.train.input import (batch, batch_join, input_producer, limit_epochs,
@@ -54,7 +55,8 @@ __all__ = [
     "SecondOrStepTimer", "SessionRunArgs", "SessionRunContext", "SessionRunHook",
     "SessionRunValues", "SingularMonitoredSession", "StopAtStepHook", "init_from_checkpoint",
     "cosine_decay_restarts", "linear_cosine_decay", "noisy_linear_cosine_decay",
-    "piecewise_constant_decay", "QueueRunner", "add_queue_runner", "queue_runner", "batch",
+    "piecewise_constant_decay", "basic_train_loop", "QueueRunner", "add_queue_runner",
+    "queue_runner", "batch",
     "batch_join", "input_producer",
     "limit_epochs", "match_filenames_once", "range_input_producer", "shuffle_batch",
     "shuffle_batch_join", "slice_input_producer", "string_input_producer",

@@ -104,3 +104,21 @@ def test_special_functions_by_hand(backend):
     assert lg == pytest.approx(np.log(6.0), rel=1e-6)
     assert dg == pytest.approx(-0.5772156649, rel=1e-6)
     assert ec == 1.0 and xl == 0.0
+
+
+def test_more_special_functions_and_sparse_products(backend):
+    sp = tf.SparseTensor([[0, 1], [2, 0], [2, 2]], [2.0, 3.0, -1.0], [3, 3])
+    b = tf.constant(np.arange(6.0).reshape(3, 2), tf.float32)
+    prod = tf.sparse_tensor_dense_matmul(sp, b)
+    g = tf.gradients(tf.reduce_sum(prod), b)[0]
+    with tf.Session() as sess:
+        p, gv, rs, ig, ze, ei, nd = sess.run([
+            prod, g, tf.sparse_reduce_sum(sp, 1), tf.igamma(2.0, 1.0), tf.zeta(2.0, 1.0),
+            tf.math.erfinv(0.5), tf.math.ndtri(0.975)])
+    dense = np.array([[0, 2, 0], [0, 0, 0], [3, 0, -1]], np.float32)
+    np.testing.assert_allclose(p, dense @ np.arange(6.0).reshape(3, 2))
+    np.testing.assert_allclose(gv, dense.sum(0)[:, None] * np.ones((3, 2)))
+    assert rs.tolist() == [2, 0, 2]
+    assert ig == pytest.approx(1 - 2 / np.e, rel=1e-6)
+    assert ze == pytest.approx(np.pi ** 2 / 6, rel=1e-6)
+    assert ei == pytest.approx(0.4769362762, rel=1e-6) and nd == pytest.approx(1.959964, rel=1e-5)
