@@ -66,11 +66,11 @@ def test_example_runs_as_a_script():
 
 
 def test_data_pipeline_trains_from_a_tf_data_pipeline(capsys):
-    out = _load("data_pipeline").main(epochs=4)
+    out = _load("data_pipeline").main(epochs=8)
     lines = capsys.readouterr().out.splitlines()
     assert lines[-1].startswith("final:")
-    assert out["losses"][-1] < 0.8 * out["losses"][0]
-    assert out["held_out"] == 400 and out["accuracy"] > 0.7
+    assert out["losses"][-1] < 0.6 * out["losses"][0]
+    assert out["held_out"] == 400 and out["accuracy"] > 0.8
 
 
 def test_word2vec_nce_loss_falls(capsys):

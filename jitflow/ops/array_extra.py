@@ -29,7 +29,6 @@ __all__ = ["dynamic_partition", "dynamic_stitch", "sort", "argsort", "unique_wit
 NAMESPACES = {
     "random": [("gamma", "random_gamma"), ("poisson", "random_poisson"),
                ("get_seed", "_get_seed")],
-    "math": [("unsorted_segment_sum", "_unsorted_segment_sum")],
 }
 
 
@@ -37,11 +36,6 @@ def _get_seed(op_seed):
     """`tf.random.get_seed`: (graph seed, op seed) as `tf.get_seed`."""
     from jitflow.graph import get_default_graph
     return get_default_graph().seed, op_seed
-
-
-def _unsorted_segment_sum(*args, **kwargs):
-    from jitflow.ops.array import unsorted_segment_sum
-    return unsorted_segment_sum(*args, **kwargs)
 
 
 # -- dynamic_partition / dynamic_stitch ------------------------------------------------------------

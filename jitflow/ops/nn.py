@@ -393,7 +393,9 @@ def softmax_cross_entropy_with_logits_v2(labels, logits, axis=None, name: Option
         if labels.dtype != logits.dtype:
             labels = cast(labels, logits.dtype)  # TF casts the labels to the logits' dtype
         lr, br = logits.shape.ndims, labels.shape.ndims
-        if lr is not None and lr == br and logits.shape.is_compatible_with(labels.shape):
+        # same shapes (or ranks unknown when the graph is built): the op itself, along `axis`
+        if lr is None or br is None or (lr == br
+                                        and logits.shape.is_compatible_with(labels.shape)):
             (a,) = normalize_axis(logits, -1 if axis is None else axis, "softmax")
             op = make_op("SoftmaxCrossEntropyWithLogits", [logits, labels], {"axis": a},
                          name=scope)
