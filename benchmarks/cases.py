@@ -365,7 +365,7 @@ def _tolerance(dtype: str) -> dict:
 def build_cases(scale: str = "full", groups: Optional[Sequence[str]] = None) -> list:
     """The benchmark table. "full" has the sizes the report is about; "tiny" is for tests.
 
-    `groups` selects case groups (seeds, chain, reduce, mlp, linreg, compile)."""
+    `groups` selects case groups (seeds, chain, reduce, mlp, linreg, cnn, rnn, compile)."""
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {SCALES}")
     tiny = scale == "tiny"
@@ -392,17 +392,21 @@ def build_cases(scale: str = "full", groups: Optional[Sequence[str]] = None) -> 
                 {"numpy": chain_numpy, "graph": chain_graph, "jax": chain_jax},
                 needs=("sigmoid", "tanh", "exp"), params={"n": n, "dtype": dtype},
                 **_tolerance(dtype)))
-    cases.append(Case(
-        f"reduce/{rows}x{cols}", f"reduce_mean(square(a-b), axis=1), {rows}x{cols} f32",
-        "reduce", reduce_data(rows, cols),
-        {"numpy": reduce_numpy, "graph": reduce_graph, "jax": reduce_jax},
-        needs=("reduce_mean", "square"), **_tolerance("float32")))
+    reduce_shapes = [(rows, cols)] if tiny else [(1024, 1024), (rows, cols), (10240, 1024)]
+    for r, c in reduce_shapes:
+        cases.append(Case(
+            f"reduce/{r}x{c}", f"reduce_mean(square(a-b), axis=1), {r}x{c} f32",
+            "reduce", reduce_data(r, c),
+            {"numpy": reduce_numpy, "graph": reduce_graph, "jax": reduce_jax},
+            needs=("reduce_mean", "square"), **_tolerance("float32")))
     cases += [mlp_case(b, dims) for b in batches]
     cases.append(Case(
         "linreg", f"linear regression SGD, 100 points, {steps} steps (per step)", "linreg",
         linreg_data(100, steps),
         {"numpy": linreg_numpy, "graph": linreg_graph, "jax": linreg_jax,
          "numba": linreg_numba}, rtol=1e-3, atol=1e-4, per_sample=steps, needs=LINREG_NEEDS))
+    from benchmarks.model_cases import model_cases
+    cases += model_cases(tiny)
     if not tiny:
         from benchmarks.coldstart import compile_cases
         cases += compile_cases()

@@ -37,7 +37,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--tiny", action="store_true", help="tiny sizes, 1-2 repetitions (smoke)")
     ap.add_argument("--peers", help="comma-separated peer names (default: all)")
     ap.add_argument("--groups", help="comma-separated case groups: seeds, chain, reduce, mlp, "
-                                     "linreg, compile (default: all)")
+                                     "linreg, cnn, rnn, compile (default: all)")
     ap.add_argument("--out", default=RESULTS, help="output directory")
     return ap.parse_args(argv)
 

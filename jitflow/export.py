@@ -661,44 +661,62 @@ def _compile_program(sess, flat: list, targets: list, feeds: list,
             "results": list(layout["results"])}
 
 
-_VM_IMPORT = re.compile(r"^from jitflow\.compiler import vecmath as (\w+)\n"
-                        r"|^from jitflow\.compiler\.vecmath import [\w, ]+\n", re.M)
+# the helper libraries generated kernels import: (module, what its copy is called)
+_LIBRARIES = (("vecmath", "vectorizable math helpers"), ("nnlib", "window-op helpers"))
+
+
+def _library_import(lib: str):
+    return re.compile(rf"^from jitflow\.compiler import {lib} as (\w+)\n"
+                      rf"|^from jitflow\.compiler\.{lib} import [\w, ]+\n", re.M)
 
 
 def _inline_vecmath(source: str) -> str:
-    """Replace the kernel's import of jitflow's vectorizable math helpers by a copy of them.
+    """Replace the kernel's imports of jitflow's helper libraries (vecmath, nnlib) by copies.
 
-    The helpers module needs only numpy and numba; its text goes into the exported module
-    (without its docstring), and `_vm.exp32` becomes `exp32`. Top-level names of the copy
-    must not collide with the generated code or the loader; a collision is an error.
+    Each library needs only numpy and numba; its text goes into the exported module (without
+    its docstring), and `_vm.exp32` becomes `exp32`. Top-level names of the copies must not
+    collide with each other, the generated code or the loader; a collision is an error.
     """
-    aliases = [m.group(1) for m in _VM_IMPORT.finditer(source)]
-    if not aliases:
-        return source
     import ast
+    import importlib
     import inspect
 
-    from jitflow.compiler import vecmath
-    helpers = inspect.getsource(vecmath)
-    tree = ast.parse(helpers)
-    body = tree.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        helpers = "\n".join(helpers.splitlines()[body[0].end_lineno:])
-    helpers = re.sub(r"^from __future__ import annotations\n", "", helpers, flags=re.M)
-    helpers = _without_cache_token(helpers)
-    kernel = _VM_IMPORT.sub("", source)
-    for alias in filter(None, aliases):
-        kernel = re.sub(rf"\b{alias}\.", "", kernel)
+    copies = []
+    kernel = source
+    for lib, what in _LIBRARIES:
+        pattern = _library_import(lib)
+        aliases = [m.group(1) for m in pattern.finditer(kernel)]
+        if not aliases:
+            continue
+        module = importlib.import_module(f"jitflow.compiler.{lib}")
+        helpers = inspect.getsource(module)
+        body = ast.parse(helpers).body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            helpers = "\n".join(helpers.splitlines()[body[0].end_lineno:])
+        helpers = re.sub(r"^from __future__ import annotations\n", "", helpers, flags=re.M)
+        helpers = _without_cache_token(helpers)
+        kernel = pattern.sub("", kernel)
+        for alias in filter(None, aliases):
+            kernel = re.sub(rf"\b{alias}\.", "", kernel)
+        copies.append((lib, what, helpers))
+    if not copies:
+        return source
     ours = _top_level_names(kernel) | _top_level_names(LOADER_SOURCE) | {"SIGNATURE_ID",
                                                                           "ENTRY"}
-    shared = {"math", "np", "numba"}
-    clash = (_top_level_names(helpers) & ours) - shared
-    if clash:
-        raise NotImplementedError(f"export: cannot inline the math helpers: names "
-                                  f"{sorted(clash)} clash with the generated module")
-    return ("# ---- vectorizable math helpers (a copy of jitflow.compiler.vecmath) ------------"
-            "----\n" + helpers.strip() + "\n\n\n# ---- kernels ----------------------------"
-            "------------------------------------------------\n" + kernel)
+    shared = {"math", "np", "numba", "os", "__all__", "FUNCS"}
+    seen: set = set()
+    for lib, _, helpers in copies:
+        names = _top_level_names(helpers)
+        clash = (names & (ours | seen)) - shared
+        if clash:
+            raise NotImplementedError(f"export: cannot inline {lib}: names {sorted(clash)} "
+                                      "clash with the generated module")
+        seen |= names
+    text = ""
+    for lib, what, helpers in copies:
+        text += (f"# ---- {what} (a copy of jitflow.compiler.{lib}) ".ljust(99, "-") + "\n"
+                 + helpers.strip() + "\n\n\n")
+    return text + "# ---- kernels ".ljust(99, "-") + "\n" + kernel
 
 
 def _without_cache_token(helpers: str) -> str:

@@ -497,8 +497,8 @@ class Graph:
         """A stable, readable listing: one op per line in creation order."""
         return "\n".join(self._op_line(op) for op in self._ops)
 
-    def as_graph_def(self, from_version=None, add_shapes: bool = False) -> dict:
-        """The graph as a JSON-serializable dict (see jitflow.serialize)."""
+    def as_graph_def(self, from_version=None, add_shapes: bool = False):
+        """The graph as a TensorFlow `GraphDef` message (see jitflow.serialize.graph_def)."""
         from jitflow.serialize import as_graph_def
         return as_graph_def(self, add_shapes=add_shapes)
 

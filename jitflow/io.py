@@ -1,5 +1,15 @@
-"""`tf.io`: parsing and queue names (collected from the op modules' "io" namespace)."""
+"""`tf.io`: file access (`tf.io.gfile`), TFRecords, GraphDefs and TensorProtos, plus the
+parsing and queue names collected from the op modules' "io" namespace (decode_csv,
+decode_raw, the queue classes, matching_files)."""
+from __future__ import annotations
+
+from jitflow import gfile
 from jitflow.ops import namespace as _namespace
+from jitflow.serialize import write_graph
+from jitflow.serialize.tensor_util import make_ndarray, make_tensor_proto
+from jitflow.serialize.tfrecord import TFRecordWriter, tf_record_iterator
 
 globals().update(_namespace("io"))
-__all__ = sorted(_namespace("io"))
+__all__ = sorted(set(_namespace("io")) | {"gfile", "write_graph", "TFRecordWriter",
+                                          "tf_record_iterator", "make_tensor_proto",
+                                          "make_ndarray"})

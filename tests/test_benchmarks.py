@@ -26,7 +26,7 @@ from benchmarks.peers import GraphAPI, NumpyMath, graph_lacks, make_peers  # noq
 from jitflow.session import _BACKENDS  # noqa: E402
 
 TINY_IDS = ["seeds/run", "seeds/callable", "chain/1e2/f32", "chain/1e3/f32", "chain/1e2/f64",
-            "chain/1e3/f64", "reduce/8x16", "mlp/b4", "linreg"]
+            "chain/1e3/f64", "reduce/8x16", "mlp/b4", "linreg", "cnn/b2", "rnn/b2"]
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +52,8 @@ def test_full_cases_cover_the_issue():
         for dt in ("f32", "f64"):
             assert f"chain/{n}/{dt}" in ids
     for expected in ("seeds/run", "seeds/callable", "reduce/4096x1024", "mlp/b64", "mlp/b1024",
-                     "linreg", "compile/cold", "compile/cached"):
+                     "linreg", "compile/cold", "compile/cached", "reduce/1024x1024",
+                     "reduce/10240x1024", "cnn/b32", "cnn/b128", "rnn/b32"):
         assert expected in ids
 
 

@@ -65,6 +65,16 @@ def test_example_runs_as_a_script():
     assert lines[-1].startswith("final: w = ")
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_frozen_graphs_give_tensorflows_outputs(backend, capsys):
+    out = _load("frozen_graph").main()
+    lines = capsys.readouterr().out.splitlines()
+    assert sum("predictions equal TensorFlow's: True" in line for line in lines) == 2
+    for key in ("cnn", "mlp"):
+        np.testing.assert_allclose(out[key]["probs"], out[key]["expected"], rtol=1e-4,
+                                   atol=1e-5)
+
+
 def test_data_pipeline_trains_from_a_tf_data_pipeline(capsys):
     out = _load("data_pipeline").main(epochs=8)
     lines = capsys.readouterr().out.splitlines()

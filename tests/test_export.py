@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -541,3 +542,34 @@ def test_cli_inspect_does_not_show_a_module_outside_the_folder(exported, tmp_pat
     assert proc.returncode == 1 and "integrity: FAILED" in proc.stdout
     assert "plain file name inside the folder" in proc.stdout
     assert "do not print me" not in proc.stdout + proc.stderr
+
+
+_CNN_SCRIPT = r'''
+import numpy as np
+import cnn
+f = cnn.load()
+xs = np.load(sys.argv[1])
+np.save(sys.argv[2], f(xs))
+'''
+
+
+def test_a_cnn_exports_with_its_window_op_helpers_and_runs_without_jitflow(tmp_path):
+    """Convolution and pooling kernels call nnlib's helpers: the export carries a copy."""
+    rng = np.random.default_rng(8)
+    x = tf.placeholder(tf.float32, [None, 8, 8, 2], name="x")
+    f = tf.Variable(rng.standard_normal((3, 3, 2, 4)).astype(np.float32))
+    h = tf.nn.max_pool(tf.nn.relu(tf.nn.conv2d(x, f, 1, "SAME")), 2, 2, "VALID")
+    y = tf.nn.avg_pool(h, 2, 1, "SAME", name="y")
+    xs = rng.standard_normal((3, 8, 8, 2)).astype(np.float32)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        want = sess.run(y, {x: xs})
+        folder = tf.export(sess, y, [x], str(tmp_path / "exp"), name="cnn")
+    src = (tmp_path / "exp" / "cnn.py").read_text()
+    assert "a copy of jitflow.compiler.nnlib" in src
+    assert not re.search(r"^\s*(import|from)\s+jitflow\b", src, re.M)
+    np.save(tmp_path / "xs.npy", xs)
+    proc = _clean_python(_CNN_SCRIPT, folder, str(tmp_path / "xs.npy"),
+                         str(tmp_path / "out.npy"))
+    assert proc.returncode == 0, proc.stderr
+    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), want, rtol=1e-6)

@@ -77,12 +77,18 @@ def _lit(value, dtype: str) -> str:
 
 
 class _Writer:
-    def __init__(self, kernel: Kernel, vecmath: dict) -> None:
+    def __init__(self, kernel: Kernel, vecmath: dict, parallel: bool = False) -> None:
         self.k = kernel
         self.lines: list = []
         self.tmp = 0
         self.vecmath = vecmath
         self.top_views: set = set()   # names whose flat view exists at the top level
+        # the parallel variant: the outermost loop of element stores and of row reductions is
+        # a `numba.prange` (iterations write distinct elements and share no accumulator)
+        self.parallel = parallel
+
+    def _range(self, par: bool) -> str:
+        return "numba.prange" if par and self.parallel else "range"
 
     def emit(self, depth: int, text: str, op: int = -1) -> None:
         tag = f"  # {self.k.op_names[op]}" if op >= 0 else ""
@@ -154,13 +160,17 @@ class _Writer:
         return all(v is None and False or v is not None and (
             v.rank == 0 or v.rank == len(ones) and v.ones == ones) for v in vals)
 
-    def open_loops(self, dims: tuple, ones: tuple, depth: int, op: int, skip=()) -> tuple:
+    def open_loops(self, dims: tuple, ones: tuple, depth: int, op: int, skip=(),
+                   par: bool = False) -> tuple:
+        """Loops over the non-unit dims not in `skip`; with `par` in the parallel variant the
+        outermost is a prange. Returns (index text per dim, depth inside)."""
         idx = []
         for k, (d, one) in enumerate(zip(dims, ones)):
             if one or k in skip:
                 idx.append("0")
                 continue
-            self.emit(depth, f"for i{k} in range({_dim(d)}):", op)
+            self.emit(depth, f"for i{k} in {self._range(par)}({_dim(d)}):", op)
+            par = False
             idx.append(f"i{k}")
             depth += 1
         return idx, depth
@@ -215,11 +225,11 @@ class _Writer:
             n = f"n{out.name}"
             self.emit(depth, f"{n} = {target}.size", op)
             self.flat_views([out] + self.loads(e, [], True), n, depth, op)
-            self.emit(depth, f"for i in range({n}):", op)
+            self.emit(depth, f"for i in {self._range(depth == 1)}({n}):", op)
             val = self.expr(e, ["i"], True, depth + 1)
             dst = f"f_{out.name}[i]"
         else:
-            idx, d2 = self.open_loops(out.dims, out.ones, depth, op)
+            idx, d2 = self.open_loops(out.dims, out.ones, depth, op, par=depth == 1)
             val = self.expr(e, idx, False, d2)
             dst = f"{out.name}[{', '.join(idx)}]"
             depth = d2 - 1
@@ -426,11 +436,31 @@ class _Writer:
         trailing = all(k < min(axes) for k in keep) if axes else True
         acc = f"acc{out.name}"
         if trailing:
+            kept = [k for k in range(rank) if k not in axes and not s.ones[k]]
+            # the parallel variant runs the rows of a reduction with kept dims on threads:
+            # the output position is computed, and each row has its own lanes
+            par = self.parallel and depth == 1 and out.rank > 0 and bool(kept)
             if out.rank > 0:
                 self.alloc(out, depth, op)
                 self.emit(depth, f"f_{out.name} = {out.name}.reshape({out.name}.size)", op)
-                self.emit(depth, f"o{out.name} = 0", op)
-            idx_k, d2 = self.open_loops(s.dims, s.ones, depth, op, skip=axes)
+                if not par:
+                    self.emit(depth, f"o{out.name} = 0", op)
+            split = (how in ("sum", "mean", "l2") and red and red[-1] == rank - 1
+                     and not _exact_constant(s.expr, how))
+            if split and not par:
+                # partial sums in _LANES lanes along the innermost axis: independent add chains
+                # (a sequential float sum runs at one add's latency per element)
+                self.emit(depth, f"l{acc} = np.empty({_LANES}, {_np(accdt)})", op)
+            idx_k, d2 = self.open_loops(s.dims, s.ones, depth, op, skip=axes, par=par)
+            if par:
+                strides, lin = "1", []
+                for k in reversed(kept):
+                    lin.append(f"i{k}" if strides == "1" else f"i{k} * {strides}")
+                    strides = f"{_dim(s.dims[k])}" if strides == "1" else \
+                        f"{strides} * {_dim(s.dims[k])}"
+                self.emit(d2, f"o{out.name} = {' + '.join(reversed(lin))}", op)
+                if split:
+                    self.emit(d2, f"l{acc} = np.empty({_LANES}, {_np(accdt)})", op)
             constant = _exact_constant(s.expr, how)
             if constant:
                 # the sum of a constant (a gradient's count of elements): c * count, exact
@@ -442,11 +472,9 @@ class _Writer:
                 self.emit(d2, "ix = 0", op)
             idx = list(idx_k)
             d3 = d2
-            split = how in ("sum", "mean", "l2") and red and red[-1] == rank - 1
             if split:
-                # four partial sums along the innermost axis: independent add chains
-                for u in range(1, 4):
-                    self.emit(d2, f"{acc}_{u} = {init}", op)
+                self.emit(d2, f"for q in range({_LANES}):", op)
+                self.emit(d2 + 1, f"l{acc}[q] = {init}", op)
             for k in (red[:-1] if split else red):
                 self.emit(d3, f"for i{k} in range({_dim(s.dims[k])}):", op)
                 idx[k] = f"i{k}"
@@ -454,23 +482,27 @@ class _Writer:
             if split:
                 kl = red[-1]
                 n = _dim(s.dims[kl])
-                self.emit(d3, f"m{acc} = {n} - {n} % 4", op)
-                self.emit(d3, f"for j{kl} in range(0, m{acc}, 4):", op)
-                for u in range(4):
-                    idx[kl] = f"j{kl}" if u == 0 else f"(j{kl} + {u})"
-                    val = self.expr(s.expr, idx, False, d3 + 1)
-                    combine(acc if u == 0 else f"{acc}_{u}", val, d3 + 1)
+                self.emit(d3, f"m{acc} = {n} - {n} % {_LANES}", op)
+                self.emit(d3, f"for j{kl} in range(0, m{acc}, {_LANES}):", op)
+                self.emit(d3 + 1, f"for q in range({_LANES}):", op)
+                idx[kl] = f"(j{kl} + q)"
+                val = self.expr(s.expr, idx, False, d3 + 2)
+                self.emit(d3 + 2, f"a_ = l{acc}[q]", op)
+                combine("a_", val, d3 + 2)
+                self.emit(d3 + 2, f"l{acc}[q] = a_", op)
                 self.emit(d3, f"for i{kl} in range(m{acc}, {n}):", op)
                 idx[kl] = f"i{kl}"
                 val = self.expr(s.expr, idx, False, d3 + 1)
                 combine(acc, val, d3 + 1)
-                self.emit(d2, f"{acc} = ({acc} + {acc}_1) + ({acc}_2 + {acc}_3)", op)
+                # the lanes in a fixed pairwise order, then the tail's sum
+                self.emit(d2, f"{acc} = {acc} + {_pairwise(f'l{acc}', _LANES)}", op)
             elif not constant:
                 val = self.expr(s.expr, idx, False, d3)
                 combine(acc, val, d3)
             if out.rank > 0:
                 self.emit(d2, f"f_{out.name}[o{out.name}] = {finish(acc)}", op)
-                self.emit(d2, f"o{out.name} += 1", op)
+                if not par:
+                    self.emit(d2, f"o{out.name} += 1", op)
             else:
                 self.emit(d2, f"{out.name} = {finish(acc)}", op)
             return
@@ -490,6 +522,17 @@ class _Writer:
         self.emit(depth, f"f_{acc} = {acc}.reshape({acc}.size)", op)
         self.emit(depth, f"for j in range({out.name}.size):", op)
         self.emit(depth + 1, f"f_{out.name}[j] = {finish(f'f_{acc}[j]')}", op)
+
+
+_LANES = 8   # partial sums of an innermost-axis reduction (8 float64: one 512-bit register)
+
+
+def _pairwise(name: str, n: int) -> str:
+    """`name[0] + ... + name[n-1]` summed pairwise, as text (n a power of two)."""
+    terms = [f"{name}[{q}]" for q in range(n)]
+    while len(terms) > 1:
+        terms = [f"({a} + {b})" for a, b in zip(terms[::2], terms[1::2])]
+    return terms[0]
 
 
 def _column_sum_operand(s: Reduce, how: str, axes: set):
@@ -515,9 +558,12 @@ def _exact_constant(e, how: str) -> bool:
     return v.is_integer() and abs(v) <= 2 ** 20
 
 
-def generate_function(kernel: Kernel, name: str, vecmath: dict | None = None) -> str:
-    """The source of one `@njit` function computing `kernel` (decorator not included)."""
-    w = _Writer(kernel, vecmath or {})
+def generate_function(kernel: Kernel, name: str, vecmath: dict | None = None,
+                      parallel: bool = False) -> str:
+    """The source of one `@njit` function computing `kernel` (decorator not included); with
+    `parallel`, the variant whose top-level element loops and row reductions are prange loops
+    (compiled with `parallel=True`)."""
+    w = _Writer(kernel, vecmath or {}, parallel)
     w.lines.append(f"def {name}(ins, vs):")
     for v in kernel.inputs:
         if v.rank == 0:

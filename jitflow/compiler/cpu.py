@@ -39,6 +39,7 @@ from jitflow.compiler import cache as _cache
 from jitflow.compiler import fuse as _fuse
 from jitflow.compiler import partition as _partition
 from jitflow.compiler import runtime_shapes as _rs
+from jitflow.compiler import window_kernels as _wk
 from jitflow.compiler.codegen import ERROR_PREFIX, generate_function
 from jitflow.compiler.plan import Plan
 
@@ -51,6 +52,37 @@ _DECORATOR = ('@numba.njit(cache={cache}, error_model="numpy", fastmath={"contra
               'nogil=True)')
 _TAG = re.compile(r"  # [^\n]*$", re.M)
 _GUARDED: list = []   # [True] once the vecmath helpers' Numba caches are guarded
+
+
+def threads() -> int:
+    """How many threads large kernels may use (JITFLOW_THREADS; default: Numba's thread count,
+    which is the machine's cores unless NUMBA_NUM_THREADS says otherwise). 1 turns the
+    parallel kernel variants off."""
+    for name in ("JITFLOW_THREADS", "NUMBA_NUM_THREADS"):
+        v = os.environ.get(name, "").strip()
+        if v:
+            try:
+                return max(1, int(v))
+            except ValueError:
+                pass
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def parallel_min() -> int:
+    """Elements of the largest operand from which a kernel runs its parallel variant
+    (JITFLOW_PARALLEL_MIN; thread wake-ups cost more than they save below it)."""
+    try:
+        return max(1, int(os.environ.get("JITFLOW_PARALLEL_MIN", "") or _PARALLEL_MIN))
+    except ValueError:
+        return _PARALLEL_MIN
+
+
+_PARALLEL_MIN = 1 << 20
+_PAR_DECORATOR = _DECORATOR[:-1] + ", parallel=True)"
+_PAR_STATE: dict = {}   # "ok": False once a parallel kernel could not be built or run here
 
 
 def debug_level() -> int:
@@ -79,8 +111,8 @@ def _guard_vecmath_caches() -> None:
     """Let Numba read only private cache files for the math helpers (once per process)."""
     if not _GUARDED:
         _GUARDED.append(True)
-        from jitflow.compiler import vecmath
-        for fn in getattr(vecmath, "FUNCS", {}).values():
+        from jitflow.compiler import nnlib, vecmath
+        for fn in list(getattr(vecmath, "FUNCS", {}).values()) + list(nnlib.FUNCS.values()):
             _cache._guard_numba_cache(fn)
 
 
@@ -95,7 +127,7 @@ class _Segment:
     """A run of ops compiled together; compiled lazily per input shape class."""
 
     __slots__ = ("ops", "in_tensors", "out_tensors", "var_ops", "compiled", "last_key",
-                 "first", "__weakref__")
+                 "first", "exact", "__weakref__")
 
     def __init__(self, ops, in_tensors, out_tensors, var_ops) -> None:
         self.ops = ops
@@ -105,10 +137,14 @@ class _Segment:
         self.compiled: dict = {}   # class key -> _Compiled
         self.last_key = None
         self.first = True
+        # exact shapes of the operands -> their class's kernel (the driver's per-run lookup;
+        # the operands' dtypes are the graph's, so shapes decide the class)
+        self.exact: dict = {}
 
 
 class _Compiled:
-    __slots__ = ("fn", "kernel", "consts", "tagged", "source", "out_conv", "names", "var_order",
+    __slots__ = ("fn", "kernel", "consts", "tagged", "source", "out_conv", "conv_items", "names",
+                 "var_order", "par_source", "par",
                  "called", "broken", "ready", "error", "from_disk", "cache_source",
                  "__weakref__")
 
@@ -124,6 +160,8 @@ class _Compiled:
         self.ready = True     # False while the background compiler works on it
         self.error = None     # why a background compile failed (raised under JITFLOW_STRICT)
         self.from_disk = False
+        self.par_source = None   # the parallel variant's module text, when it has one
+        self.par = None          # its _Compiled once requested
         # rank-0 results come back as Python scalars: give them their numpy type
         conv = []
         for r in kernel.results:
@@ -133,6 +171,7 @@ class _Compiled:
             else:
                 conv.append(None)
         self.out_conv = conv
+        self.conv_items = [(i, f) for i, f in enumerate(conv) if f is not None]
 
 
 def _classes_key(arrays) -> tuple:
@@ -163,6 +202,8 @@ def generate_segment(seg: _Segment, in_arrays, var_arrays, reason: str) -> _Comp
     vm_names, vm_import = _vecmath_table()
     tagged = generate_function(kernel, "kernel", vm_names)
     body = _TAG.sub("", tagged)
+    if f"{_wk.LIBRARY}." in body:   # convolutions and pooling call the window-op library
+        vm_import += _wk.import_line()
     source = module_source(body, vm_import)
     try:
         # generated code is valid by construction; this proves it before Numba sees it
@@ -186,7 +227,46 @@ def generate_segment(seg: _Segment, in_arrays, var_arrays, reason: str) -> _Comp
     c.cache_source = source
     # None: the kernel takes the variables in the segment's order (the common case)
     c.var_order = None if order == list(range(len(seg.var_ops))) else order
+    if threads() > 1 and _PAR_STATE.get("ok", True):
+        par = _TAG.sub("", generate_function(kernel, "kernel", vm_names, parallel=True))
+        if "numba.prange" in par:
+            c.par_source = (module_source(par, vm_import)
+                            .replace(_DECORATOR, _PAR_DECORATOR))
     return c
+
+
+def _parallel_of(c: "_Compiled") -> "_Compiled":
+    """The parallel variant of `c` (not loaded yet)."""
+    p = _Compiled(None, c.kernel, c.consts, c.tagged, c.source, c.names)
+    p.cache_source = c.par_source
+    p.var_order = c.var_order
+    return p
+
+
+def _prepare_parallel() -> None:
+    """Before the first parallel kernel: a threading layer that several Python threads may
+    call at once (OpenMP or TBB; Numba's own workqueue layer is not), unless the user chose
+    one, and the thread count."""
+    if "prepared" not in _PAR_STATE:
+        import numba
+        if not os.environ.get("NUMBA_THREADING_LAYER"):
+            numba.config.THREADING_LAYER = "threadsafe"
+        _PAR_STATE["prepared"] = True
+
+
+def _use_threads() -> None:
+    import numba
+    want = min(threads(), numba.config.NUMBA_NUM_THREADS)
+    if numba.get_num_threads() != want:
+        numba.set_num_threads(want)
+
+
+def _parallel_failed(p: "_Compiled", err: Exception) -> None:
+    """A parallel variant that cannot be built or run: the serial kernel is used; without a
+    thread-safe threading layer no more parallel variants are made in this process."""
+    p.broken = True
+    if "threading layer" in str(err).lower():
+        _PAR_STATE["ok"] = False
 
 
 def load_compiled(c: _Compiled) -> None:
@@ -238,7 +318,41 @@ def _call(c: _Compiled, ins: list, vars_: list, seg: _Segment):
     return out
 
 
+def _deferred_host_ops(plan: Plan, fed: set) -> set:
+    """Host ops (summaries, string formatting) that no other op of the plan waits for: they
+    run after the kernels on their results instead of splitting the plan. Not stateful ones,
+    not ones that reach session state (control flow, TensorArrays: `needs_ctx`), not ones a
+    control dependency orders, and not ones reading a variable the plan writes (they would see
+    its value after the run, not where the plan reads it)."""
+    consumers: dict = {}
+    ordered: set = set()
+    written: set = set()
+    for op in plan.ops:
+        for t in op.inputs:
+            consumers.setdefault(t, []).append(op)
+        ordered.update(op._control_inputs)
+        if op.type in _WRITES:
+            written.add(op.inputs[0].op)
+    post: set = set()
+    for op in reversed(plan.ops):
+        d = op.op_def
+        if (d.kind == "host" and not d.stateful and not d.needs_ctx and op not in ordered
+                and not any(t in fed for t in op.outputs)
+                and all(c in post for t in op.outputs for c in consumers.get(t, ()))
+                and not any(t.op.type == "VariableV2" and t.op in written for t in op.inputs)):
+            post.add(op)
+    return post
+
+
 _REFERENCES = "references"   # seg.compiled value: this class runs through the references
+_WRITES = ("Assign", "AssignAdd", "AssignSub")
+
+
+def _has_value_checks(kernel) -> bool:
+    """Whether `kernel` checks element values (which can fail for new data of a shape that
+    passed before): index ranges and integer divisors."""
+    return any(isinstance(c, (_fuse.RangeCheck, _fuse.NonZeroCheck))
+               for c in list(kernel.checks) + list(kernel.stmts))
 
 
 def _signature(kinds: tuple) -> tuple:
@@ -470,6 +584,7 @@ class Executable:
         self._interp = None
         self.debug = debug_level()
         self._fast = None
+        self._shape_memo: dict = {}   # shapes of tf.shape(h) for hoisted random ops
         self.whole = whole   # never split runs of compilable ops (export: one module)
         self.pre, self.steps = self._split(plan)
         self._setup()
@@ -490,18 +605,23 @@ class Executable:
                     if op.type in ("Assign", "AssignAdd", "AssignSub"):
                         written.add(op.inputs[0].op)
         self.var_ops = vars_
+        self.all_native = all(isinstance(s, _Segment) for s in self.steps)
+        self._in_place_keys: set = set()   # input shapes whose runs write variables in place
         self.extra_vars = [v for v in plan.variables if v not in vars_]
         self.written = [v for v in vars_ if v in written]
         self.exact: dict = {}
         feeds = list(plan.feeds)
         pre_out = [op.outputs[0] for op in self.pre]
+        post_out = {t for op in self.post for t in op.outputs}
         # where each fetch comes from: 0 = feed value, 1 = variable (read after the run),
-        # 2 = kernel result (single mode only)
+        # 2 = kernel result (single mode only), 3 = the driver's values, 4 = a deferred host op
         self.fetch_src = []
         seg = self.steps[0] if self.single else None
         for t in plan.fetches:
             if t in feeds:
                 self.fetch_src.append((0, feeds.index(t)))
+            elif t in post_out:
+                self.fetch_src.append((4, t))
             elif t in pre_out:
                 self.fetch_src.append((0, len(feeds) + pre_out.index(t)))
             elif t.op.type == "VariableV2":
@@ -532,11 +652,12 @@ class Executable:
                     and op.outputs[0] not in fed):
                 pre.append(op)
         pre_set = set(pre)
+        post = _deferred_host_ops(plan, fed)
         steps: list = []
         cur: list = []
-        on_host, quiet = _host_steps(plan, pre_set)
-        for op in _host_first(plan, pre_set, on_host):
-            if op in pre_set:
+        on_host, quiet = _host_steps(plan, pre_set | post)
+        for op in _host_first(plan, pre_set | post, on_host):
+            if op in pre_set or op in post:
                 continue
             if op not in on_host:
                 cur.append(op)
@@ -580,6 +701,10 @@ class Executable:
                     needed_after[t] = max(needed_after.get(t, -1), i)
         for t in plan.fetches:
             needed_after[t] = len(steps)
+        for op in post:
+            for t in op.inputs:
+                needed_after[t] = len(steps)
+        self.post = [op for op in plan.ops if op in post]
         out = []
         for i, s in enumerate(steps):
             if not isinstance(s, list):
@@ -664,12 +789,14 @@ class Executable:
             raise _UseReferences()
         if self.debug >= 2:
             t0 = time.perf_counter()
-            out = self._call_checked(c, ins, bufs, seg)
+            out = self._call_fastest(c, ins, bufs, seg)
             _debug(f"run {len(seg.ops)} ops in one native call: "
                    f"{(time.perf_counter() - t0) * 1e6:.1f} us")
         else:
-            out = self._call_checked(c, ins, bufs, seg)
+            out = self._call_fastest(c, ins, bufs, seg)
         conv = c.out_conv
+        post = self._run_post(feed_values, seg, _convert(c, out), session) if self.post \
+            else None
         results = []
         for kind, i in self.fetch_src:
             if kind == 2:
@@ -677,9 +804,24 @@ class Executable:
                 results.append(out[i] if f is None else f(out[i]))
             elif kind == 0:
                 results.append(feed_values[i])
+            elif kind == 4:
+                results.append(post[i])
             else:
                 results.append(np.array(state[i], copy=True))
         return results
+
+    def _run_post(self, feed_values, seg, outs, session) -> dict:
+        """Run the deferred host ops (summaries, string formatting) on the kernel's results."""
+        from jitflow.interpreter import RunContext, run_reference_step
+        env = dict(zip(self.plan.feeds, feed_values))
+        for op, v in zip(self.pre, feed_values[len(self.plan.feeds):]):
+            env[op.outputs[0]] = v
+        env.update(zip(seg.out_tensors, outs))
+        ctx = RunContext(session)
+        with np.errstate(all="ignore"):
+            for op in self.post:
+                run_reference_step(op, env, ctx)
+        return env
 
     def _draw_with_feeds(self, feed_values, session) -> list:
         """Values of the hoisted random ops, drawn with the session's RNGs."""
@@ -694,10 +836,20 @@ class Executable:
         return vals
 
     def _runtime_shape(self, t, env, session) -> np.ndarray:
-        """The value of a `tf.shape(h)` feeding a hoisted random op, from feed shapes."""
-        dims = _rs.shape_of(t.op.inputs[0], env, session._state)
-        if dims is None:  # operands that do not agree: the interpreter reports it
-            raise _CheckFailed(t.op, "shapes of the operands do not agree")
+        """The value of a `tf.shape(h)` feeding a hoisted random op, from feed shapes (and
+        variable shapes); remembered per shapes of what flows in."""
+        state = session._state
+        key = (t, tuple([np.shape(env[f]) for f in self.plan.feeds]),
+               tuple([np.shape(state[v]) if v in state else None
+                      for v in self.plan.variables]))
+        dims = self._shape_memo.get(key)
+        if dims is None:
+            dims = _rs.shape_of(t.op.inputs[0], env, state)
+            if dims is None:  # operands that do not agree: the interpreter reports it
+                raise _CheckFailed(t.op, "shapes of the operands do not agree")
+            if len(self._shape_memo) >= _MAX_EXACT:
+                self._shape_memo.clear()
+            self._shape_memo[key] = dims
         return np.array(dims, t.dtype.as_numpy_dtype)
 
     def _compiled_for(self, seg: _Segment, ins, bufs):
@@ -763,8 +915,21 @@ class Executable:
         for op, v in zip(self.pre, self._draw_with_feeds(feed_values, session)):
             env[op.outputs[0]] = v
         ctx = RunContext(session)
-        for v in self.written:
-            ctx.pending[v] = np.array(session._state[v], copy=True)
+        # A run writes its variables in place when this input shape has run before with every
+        # step native and no check that could still fail after the first write (see
+        # `_note_in_place`); otherwise the kernels write copies, committed at the end, so a
+        # failing run changes nothing.
+        shape_key = None
+        if self.all_native and self.written:
+            state = session._state
+            shape_key = tuple([np.shape(a) for a in feed_values]
+                              + [np.shape(state[v]) for v in self.var_ops])
+        in_place = shape_key is not None and shape_key in self._in_place_keys
+        if not in_place:
+            for v in self.written:
+                ctx.pending[v] = np.array(session._state[v], copy=True)
+            STATS["variable_copies"] = STATS.get("variable_copies", 0) + len(self.written)
+        native = []   # the kernel of each segment, when every step ran one
         with np.errstate(all="ignore"):
             for step in self.steps:
                 if isinstance(step, _Segment):
@@ -777,21 +942,35 @@ class Executable:
                             b = np.array(b, copy=True)
                             ctx.pending[v] = b
                         bufs.append(b)
-                    c = self._compiled_for(step, ins, bufs)
+                    key = tuple([a.shape for a in ins] + [b.shape for b in bufs])
+                    c = step.exact.get(key)
+                    if c is None:
+                        c = self._compiled_for(step, ins, bufs)
+                        if len(step.exact) >= _MAX_EXACT:
+                            step.exact.clear()
+                        step.exact[key] = c
                     try:
                         if c is _REFERENCES or c.broken or not c.ready:
                             _raise_background_error(c)
                             raise _UseReferences()
-                        out = self._call_checked(c, ins, bufs, step)
+                        out = self._call_fastest(c, ins, bufs, step)
                     except _UseReferences:
+                        if in_place:   # cannot happen: every kernel of this shape is ready
+                            raise RuntimeError("jitflow: a kernel of an in-place run "
+                                               "became unusable") from None
                         for op in step.ops:
                             run_reference_step(op, env, ctx)
+                        native = None
                         continue
+                    if native is not None:
+                        native.append((step, c))
                     for t, v in zip(step.out_tensors, _convert(c, out)):
                         if t not in env:
                             env[t] = v
                     continue
                 run_reference_step(step, env, ctx)
+            for op in self.post:
+                run_reference_step(op, env, ctx)
             results = []
             for t in plan.fetches:
                 if t.op.type == "VariableV2" and t not in env:
@@ -799,11 +978,66 @@ class Executable:
                 else:
                     results.append(env[t])
         ctx.commit()
+        if shape_key is not None and not in_place and native:
+            self._note_in_place(shape_key, native)
         if self.debug >= 2:
             n_native = sum(isinstance(s, _Segment) for s in self.steps)
             _debug(f"run {len(self.steps)} steps ({n_native} native): "
                    f"{(time.perf_counter() - t0) * 1e6:.1f} us")
         return results
+
+    def _parallel(self, c: "_Compiled", seg: _Segment, ins, bufs):
+        """The kernel to call: `c`'s parallel variant when the operands are large (at least
+        `parallel_min()` elements) and it is ready, else `c`."""
+        if c.par_source is None or not _PAR_STATE.get("ok", True):
+            return c
+        n = parallel_min()
+        if not any(a.size >= n for a in ins) and not any(b.size >= n for b in bufs):
+            return c
+        p = c.par
+        if p is None:
+            p = c.par = _parallel_of(c)
+            _prepare_parallel()
+            if _bg.mode() == "sync":
+                try:
+                    load_compiled(p)
+                except Exception as e:  # noqa: BLE001
+                    _parallel_failed(p, e)
+            else:
+                self._compile_later(p, seg, ins, bufs)
+        if p.broken or not p.ready or p.fn is None:
+            return c
+        _use_threads()
+        return p
+
+    def _call_fastest(self, c: "_Compiled", ins, bufs, seg: _Segment):
+        """Call `c`, or its parallel variant for large operands (falling back to `c` if the
+        variant fails to build or run)."""
+        p = self._parallel(c, seg, ins, bufs)
+        if p is not c:
+            try:
+                return _call(p, ins, bufs, seg)
+            except _CheckFailed:
+                raise
+            except Exception as e:  # noqa: BLE001
+                if strict():
+                    raise
+                _parallel_failed(p, e)
+        return self._call_checked(c, ins, bufs, seg)
+
+    def _note_in_place(self, key: tuple, native: list) -> None:
+        """After a successful run where every step was a native kernel: later runs with the
+        same input shapes may write variables in place when no kernel from the first writing
+        one on has a check that depends on values (integer divisors, gather indices), since
+        the shape checks passed for these shapes already."""
+        writing = False
+        for seg, c in native:
+            writing = writing or any(op.type in _WRITES for op in seg.ops)
+            if writing and _has_value_checks(c.kernel):
+                return
+        if len(self._in_place_keys) >= _MAX_EXACT:
+            self._in_place_keys.clear()
+        self._in_place_keys.add(key)
 
     # -- the warm path ------------------------------------------------------------------------
     def fast_runner(self, spec, state: dict, ordinary, session=None, miss=None):
@@ -815,7 +1049,7 @@ class Executable:
         for a closed session). With `miss`, `Session.run`'s taking the feed_dict itself, which
         returns `miss` when the dict's keys are not this signature's feed tensors.
         """
-        if not self.single or self.pre or self.debug >= 2:
+        if not self.single or self.pre or self.post or self.debug >= 2:
             return None
         if self._fast is None:
             self._fast = _FastPath(self, spec, state, ordinary)
@@ -978,6 +1212,12 @@ class _FastPath:
         used = set(self.pos)
         for i, t in enumerate(spec.feeds):
             lines += _feed_lines(i, t, spec.checks[i], names, args, i in used)
+        if threads() > 1:
+            # large operands take the ordinary path, which picks the parallel kernel variant
+            names["_PARMIN"] = parallel_min()
+            for k in sorted(used):
+                if spec.feeds[k].shape.as_tuple() != ():
+                    lines += [f"    if x{k}.size >= _PARMIN:", f"        return _slow({args})"]
         key = _key_source(spec.feeds, self.pos)
         convs = [f"cv{m}" for m in range(len(self.conv_idx))]
         bufs = [f"b{k}" for k in range(len(ex.var_ops))]
@@ -1116,7 +1356,8 @@ def _var_value(a):
 
 def _contig(a) -> np.ndarray:
     """`a` as a C-contiguous array of its own rank (np.ascontiguousarray turns 0-d into 1-d)."""
-    a = np.asarray(a)
+    if type(a) is not np.ndarray:
+        a = np.asarray(a)
     return a if a.flags.c_contiguous else np.ascontiguousarray(a)
 
 
@@ -1132,7 +1373,11 @@ def _placeholder_var(var_op):
 
 
 def _convert(c: _Compiled, out) -> list:
-    return [v if conv is None else conv(v) for v, conv in zip(out, c.out_conv)]
+    """The kernel's results with its rank-0 results (Python scalars) as numpy scalars."""
+    vals = list(out)
+    for i, conv in c.conv_items:
+        vals[i] = conv(vals[i])
+    return vals
 
 
 class NumbaBackend:
@@ -1197,7 +1442,7 @@ def export_source(session, fetches, feed_list=(), feed_values: Optional[list] = 
     ex = spec.executable
     if isinstance(ex, Executable) and not ex.single:
         ex = Executable(ex.plan, ex.backend, whole=True)   # one module, however long
-    if not isinstance(ex, Executable) or not ex.single or ex.pre:
+    if not isinstance(ex, Executable) or not ex.single or ex.pre or ex.post:
         raise NotImplementedError("export needs a plan where every op has a code generator "
                                   "and no random op")
     if feed_values is None:

@@ -286,11 +286,9 @@ def supported(op) -> bool:
         return True
     if d.kind == "elementwise" and d.template is not None:
         return True
-    if t in _REDUCE_HOW:
-        x = op.inputs[0]
-        return x.shape.ndims is not None
-    if t == "Unbroadcast":
-        return op.inputs[0].shape.ndims is not None and op.inputs[1].shape.ndims is not None
+    # ranks come from the kernel's shape class, so unknown static ranks are fine here
+    if t in _REDUCE_HOW or t == "Unbroadcast":
+        return True
     if t in ("MatMul", "BatchMatMul"):
         return (t == "MatMul" and op.inputs[0].dtype.name != "bool"
                 and op.inputs[0].shape.ndims == 2 and op.inputs[1].shape.ndims == 2
@@ -298,7 +296,7 @@ def supported(op) -> bool:
     if t in ("Assign", "AssignAdd", "AssignSub"):
         return bool(op.attrs.get("validate_shape", True))
     if t == "BroadcastReduced":
-        return op.inputs[1].shape.ndims is not None and op.inputs[0].shape.ndims is not None
+        return True
     if t in ("Reshape", "ExpandDims", "Squeeze", "Transpose"):
         r = op.inputs[0].shape.ndims
         ro = op.outputs[0].shape.ndims
@@ -1097,5 +1095,10 @@ def lower(ops, inputs, outputs, var_classes) -> tuple:
 Unsupported = _Unsupported
 _ = Optional
 
-# array ops (slicing, gather, concat, ...): lowering and emitters live in array_kernels.py
+# array ops (slicing, gather, concat, ...): lowering and emitters live in array_kernels.py;
+# window ops (convolutions, pooling) in window_kernels.py, which adds to the same tables
 from jitflow.compiler import array_kernels as _ak  # noqa: E402
+from jitflow.compiler import window_kernels as _wk  # noqa: E402
+
+for _table in ("SUPPORTED", "LOWER", "SHAPE_ONLY", "EMIT", "DIM_TEXT"):
+    getattr(_ak, _table).update(getattr(_wk, _table))

@@ -32,7 +32,8 @@ NAMESPACES = {
            "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits",
            "l2_loss", "bias_add", "moments", "dropout", "l2_normalize", "xw_plus_b",
            "batch_normalization", "weighted_cross_entropy_with_logits", "zero_fraction",
-           "top_k", "in_top_k", "embedding_lookup", "conv2d", "max_pool", "avg_pool"],
+           "top_k", "in_top_k", "embedding_lookup", "conv2d", "max_pool", "avg_pool",
+           "depthwise_conv2d", "depthwise_conv2d_native", "separable_conv2d"],
     "math": ["l2_normalize", "softsign", "softmax", "log_softmax", "top_k", "in_top_k"],
 }
 
@@ -924,6 +925,13 @@ def _window_shape(op, x_shape, kh, kw):
     _, sh, sw, _ = op.attrs["strides"]
     _, dh, dw, _ = op.attrs.get("dilations", (1, 1, 1, 1))
     dims = x_shape.as_tuple() if x_shape.ndims is not None else (None,) * 4
+    if op.attrs["padding"] == "VALID":
+        for n, k, d in ((dims[1], kh, dh), (dims[2], kw, dw)):
+            ek = None if k is None else (k - 1) * d + 1
+            if n is not None and ek is not None and n < ek:
+                raise ValueError(f"Negative dimension size caused by subtracting {ek} from {n} "
+                                 f"for '{op.name}' (op: '{op.type}') with input shapes: "
+                                 f"{shape_tf_str(x_shape)}.")
     oh, _ = _out_size(dims[1], kh, sh, dh, op.attrs["padding"])
     ow, _ = _out_size(dims[2], kw, sw, dw, op.attrs["padding"])
     return dims[0], oh, ow
@@ -1120,17 +1128,18 @@ def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu: boo
     filter = _legacy(filter, filters, "filter", "filters")
     if filter is None or strides is None or padding is None:
         raise ValueError("conv2d needs filter, strides and padding")
-    if data_format != "NHWC":
-        raise ValueError(f"data_format {data_format!r} is not supported (only NHWC)")
+    if data_format == "NCHW":
+        strides, dilations = _nchw_four(strides, "strides"), _nchw_four(dilations, "dilations")
     with name_scope(name, "Conv2D", [input, filter]) as scope:
         x = convert_to_tensor(input, name="input")
         f = convert_to_tensor(filter, dtype=None if isinstance(filter, Tensor) else x.dtype,
                               name="filter")
+        x, back = _to_nhwc(x, data_format)
         attrs = {"strides": _four(strides, "strides"), "padding": _padding(padding),
                  "dilations": _four(dilations, "dilations"), "data_format": "NHWC"}
         if attrs["dilations"] != (1, 1, 1, 1) and attrs["strides"] != (1, 1, 1, 1):
             raise ValueError("conv2d: strides > 1 with dilations > 1 is not supported (as TF)")
-        return make_op("Conv2D", [x, f], attrs, name=scope).outputs[0]
+        return back(make_op("Conv2D", [x, f], attrs, name=scope).outputs[0])
 
 
 def _pool_infer(op):
@@ -1273,13 +1282,14 @@ register("AvgPoolGrad", infer=lambda op: [(op.inputs[1].dtype, op.inputs[0].shap
 
 
 def _pool(op_type, value, ksize, strides, padding, data_format, name, default):
-    if data_format not in ("NHWC", None):
-        raise ValueError(f"data_format {data_format!r} is not supported (only NHWC)")
+    if data_format == "NCHW":
+        ksize, strides = _nchw_four(ksize, "ksize"), _nchw_four(strides, "strides")
     with name_scope(name, default, [value]) as scope:
         x = convert_to_tensor(value, name="input")
+        x, back = _to_nhwc(x, data_format)
         attrs = {"ksize": _four(ksize, "ksize"), "strides": _four(strides, "strides"),
                  "padding": _padding(padding), "data_format": "NHWC"}
-        return make_op(op_type, [x], attrs, name=scope).outputs[0]
+        return back(make_op(op_type, [x], attrs, name=scope).outputs[0])
 
 
 def max_pool(value, ksize, strides, padding, data_format: str = "NHWC",
@@ -1294,3 +1304,214 @@ def avg_pool(value, ksize, strides, padding, data_format: str = "NHWC",
     """`tf.nn.avg_pool`: the mean over each ksize window, padding not counted (op `AvgPool`)."""
     value = _legacy(value, input, "value", "input")
     return _pool("AvgPool", value, ksize, strides, padding, data_format, name, "AvgPool")
+
+
+# -- depthwise convolution ------------------------------------------------------------------------
+def _depthwise_infer(op):
+    x, f = op.inputs
+    if x.dtype != f.dtype:
+        raise TypeError(f"Input 'filter' of '{op.type}' Op has type {f.dtype.name} that does "
+                        f"not match type {x.dtype.name} of argument 'input'.")
+    check_dtype(op, x, _FLOATS, "input")
+    for t, what in ((x, "input"), (f, "filter")):
+        if t.shape.ndims not in (None, 4):
+            raise ValueError(f"Shape must be rank 4 but is rank {t.shape.ndims} for "
+                             f"'{op.name}' (op: '{op.type}') ({what})")
+    fd = f.shape.as_tuple() if f.shape.ndims is not None else (None,) * 4
+    xd = x.shape.as_tuple() if x.shape.ndims is not None else (None,) * 4
+    if xd[3] is not None and fd[2] is not None and xd[3] != fd[2]:
+        raise ValueError(f"Dimensions must be equal, but are {xd[3]} and {fd[2]} for "
+                         f"'{op.name}' (op: '{op.type}') with input shapes: "
+                         f"{shape_tf_str(x.shape)}, {shape_tf_str(f.shape)}.")
+    c = xd[3] if xd[3] is not None else fd[2]
+    out_c = None if c is None or fd[3] is None else c * fd[3]
+    if fd[0] is None or fd[1] is None:
+        return [(x.dtype, TensorShape([xd[0], None, None, out_c]))]
+    n, oh, ow = _window_shape(op, x.shape, fd[0], fd[1])
+    return [(x.dtype, TensorShape([n, oh, ow, out_c]))]
+
+
+def _depthwise_cols(op, x, f):
+    """Patches [n, oh, ow, kh * kw, c] of the padded input, and the padding geometry."""
+    kh, kw, c, _ = f.shape
+    xp, oh, ow, ph, pw = _padded(op, x, kh, kw)
+    if oh == 0 or ow == 0:
+        return np.zeros((x.shape[0], oh, ow, kh * kw, c), x.dtype), xp, oh, ow, ph, pw
+    cols = _im2col(op, xp, kh, kw, oh, ow)
+    return cols.reshape(cols.shape[:3] + (kh * kw, c)), xp, oh, ow, ph, pw
+
+
+def _depthwise_ref(op, x, f):
+    x, f = np.asarray(x), np.asarray(f)
+    kh, kw, c, m = f.shape
+    cols, *_ = _depthwise_cols(op, x, f)
+    out = np.einsum("nyztc,tcq->nyzcq", cols, f.reshape(kh * kw, c, m))
+    return out.reshape(out.shape[:3] + (c * m,)).astype(x.dtype, copy=False)
+
+
+def _depthwise_input_grad_ref(op, x, f, g):
+    x, f, g = np.asarray(x), np.asarray(f), np.asarray(g)
+    kh, kw, c, m = f.shape
+    xp, oh, ow, ph, pw = _padded(op, x, kh, kw)
+    dxp = np.zeros_like(xp)
+    if g.size:
+        gq = g.reshape(g.shape[:3] + (c, m))
+        dcols = np.einsum("nyzcq,tcq->nyztc", gq, f.reshape(kh * kw, c, m))
+        dcols = dcols.reshape(g.shape[:3] + (kh, kw, c))
+        for i, j, sl in _taps(op, kh, kw, oh, ow):
+            dxp[sl] += dcols[:, :, :, i, j, :]
+    return dxp[:, ph:ph + x.shape[1], pw:pw + x.shape[2], :]
+
+
+def _depthwise_filter_grad_ref(op, x, f, g):
+    x, f, g = np.asarray(x), np.asarray(f), np.asarray(g)
+    kh, kw, c, m = f.shape
+    cols, *_ = _depthwise_cols(op, x, f)
+    if g.size == 0:
+        return np.zeros_like(f)
+    gq = g.reshape(g.shape[:3] + (c, m))
+    df = np.einsum("nyztc,nyzcq->tcq", cols, gq)
+    return df.reshape(f.shape).astype(f.dtype, copy=False)
+
+
+def _depthwise_grad(op, g):
+    x, f = op.inputs
+    attrs = dict(op.attrs)
+    dx = make_op("DepthwiseConv2dNativeBackpropInput", [x, f, g], attrs,
+                 name="DepthwiseConv2dNativeBackpropInput")
+    df = make_op("DepthwiseConv2dNativeBackpropFilter", [x, f, g], attrs,
+                 name="DepthwiseConv2dNativeBackpropFilter")
+    return [dx.outputs[0], df.outputs[0]]
+
+
+def _np_depthwise_direct(x, f, stride, padding):
+    """An independent loop-by-loop depthwise convolution for the examples."""
+    c, m = f.shape[2], f.shape[3]
+    outs = [_np_conv_direct(x[..., k:k + 1], f[:, :, k:k + 1, q:q + 1], stride, padding)
+            for k in range(c) for q in range(m)]
+    return np.concatenate(outs, axis=3)
+
+
+def _depthwise_example(stride: int, padding: str, id_: str):
+    return Example(lambda x, f: depthwise_conv2d(x, f, [1, stride, stride, 1], padding),
+                   [(2, 5, 4, 3), (3, 2, 3, 2)],
+                   lambda x, f: _np_depthwise_direct(x, f, stride, padding), id=id_)
+
+
+def _depthwise_backprop_example(which: int, stride: int, padding: str):
+    def build(x, f, g):
+        op_type = ("DepthwiseConv2dNativeBackpropInput" if which == 0
+                   else "DepthwiseConv2dNativeBackpropFilter")
+        attrs = {"strides": (1, stride, stride, 1), "padding": padding,
+                 "dilations": (1, 1, 1, 1), "data_format": "NHWC"}
+        return make_op(op_type, [x, f, g], attrs).outputs[0]
+    out_hw = tuple(_out_size(n, k, stride, 1, padding)[0] for n, k in ((5, 2), (4, 3)))
+    return Example(build, [(1, 5, 4, 2), (2, 3, 2, 3), (1,) + out_hw + (6,)],
+                   lambda x, f, g: _np_vjp(lambda a, b: _np_depthwise_direct(a, b, stride,
+                                                                             padding),
+                                           [x, f], which, g),
+                   id=f"{padding.lower()}_s{stride}")
+
+
+register("DepthwiseConv2dNative", infer=_depthwise_infer, ref=_depthwise_ref,
+         grad=_depthwise_grad, kind="other",
+         doc="Depthwise 2-D convolution, NHWC input [n, h, w, c] and filter [kh, kw, c, mult]: "
+             "output channel c * mult + q is input channel c convolved with filter[:, :, c, q].",
+         examples=[_depthwise_example(1, "SAME", "same"),
+                   _depthwise_example(2, "VALID", "valid_s2")])
+
+
+def _depthwise_input_grad_grad(op, h):
+    x, f, g = op.inputs
+    attrs = dict(op.attrs)
+    return [None,
+            make_op("DepthwiseConv2dNativeBackpropFilter", [h, f, g], attrs,
+                    name="DepthwiseConv2dNativeBackpropFilter").outputs[0],
+            make_op("DepthwiseConv2dNative", [h, f], attrs,
+                    name="DepthwiseConv2dNative").outputs[0]]
+
+
+def _depthwise_filter_grad_grad(op, h):
+    x, f, g = op.inputs
+    attrs = dict(op.attrs)
+    return [make_op("DepthwiseConv2dNativeBackpropInput", [x, h, g], attrs,
+                    name="DepthwiseConv2dNativeBackpropInput").outputs[0],
+            None,
+            make_op("DepthwiseConv2dNative", [x, h], attrs,
+                    name="DepthwiseConv2dNative").outputs[0]]
+
+
+for _t, _r, _w, _gg in (("DepthwiseConv2dNativeBackpropInput", _depthwise_input_grad_ref, 0,
+                         _depthwise_input_grad_grad),
+                        ("DepthwiseConv2dNativeBackpropFilter", _depthwise_filter_grad_ref, 1,
+                         _depthwise_filter_grad_grad)):
+    register(_t, infer=(lambda op, w=_w: [(op.inputs[0].dtype, op.inputs[w].shape)]), ref=_r,
+             grad=_gg, kind="other",
+             doc="Inputs (input, filter, output gradient): the gradient of "
+                 "DepthwiseConv2dNative with respect to "
+                 + ("its input." if _w == 0 else "its filter."),
+             examples=[_depthwise_backprop_example(_w, 2, "SAME"),
+                       _depthwise_backprop_example(_w, 1, "VALID")])
+
+
+def depthwise_conv2d(input, filter, strides, padding, rate=None, name: Optional[str] = None,
+                     data_format: Optional[str] = None, dilations=None) -> Tensor:
+    """`tf.nn.depthwise_conv2d`: each input channel convolved with its own `mult` filters
+    (filter [kh, kw, in, mult], output channels in * mult; op `DepthwiseConv2dNative`)."""
+    rate = dilations if rate is None else rate
+    with name_scope(name, "depthwise", [input, filter]) as scope:
+        x = convert_to_tensor(input, name="input")
+        f = convert_to_tensor(filter, dtype=None if isinstance(filter, Tensor) else x.dtype,
+                              name="filter")
+        x, back = _to_nhwc(x, data_format)
+        dil = (1, 1, 1, 1) if rate is None else _four(rate, "rate")
+        attrs = {"strides": _four(strides, "strides"), "padding": _padding(padding),
+                 "dilations": dil, "data_format": "NHWC"}
+        if dil != (1, 1, 1, 1) and attrs["strides"] != (1, 1, 1, 1):
+            raise ValueError("depthwise_conv2d: strides > 1 with rate > 1 is not supported "
+                             "(as TF)")
+        return back(make_op("DepthwiseConv2dNative", [x, f], attrs, name=scope).outputs[0])
+
+
+def separable_conv2d(input, depthwise_filter, pointwise_filter, strides, padding, rate=None,
+                     name: Optional[str] = None, data_format: Optional[str] = None,
+                     dilations=None) -> Tensor:
+    """`tf.nn.separable_conv2d`: a depthwise convolution, then a 1x1 convolution mixing the
+    channels (pointwise filter [1, 1, in * mult, out])."""
+    with name_scope(name, "separable_conv2d", [input, depthwise_filter, pointwise_filter]):
+        x = convert_to_tensor(input, name="input")
+        x, back = _to_nhwc(x, data_format)
+        dw = depthwise_conv2d(x, depthwise_filter, strides, padding, rate=rate,
+                              dilations=dilations, name="depthwise")
+        return back(conv2d(dw, pointwise_filter, [1, 1, 1, 1], "VALID", name="pointwise"))
+
+
+def _to_nhwc(x: Tensor, data_format: Optional[str]):
+    """(x as NHWC, a function taking an NHWC result back to `data_format`): NCHW is computed
+    by transposing around the NHWC op (the transposes compile into the kernels' indexing)."""
+    fmt = data_format.decode() if isinstance(data_format, bytes) else data_format
+    if fmt in (None, "NHWC"):
+        return x, lambda t: t
+    if fmt != "NCHW":
+        raise ValueError(f"data_format must be 'NHWC' or 'NCHW', got {data_format!r}")
+    from jitflow.ops.array import transpose
+    return (transpose(x, [0, 2, 3, 1], name="to_NHWC"),
+            lambda t: transpose(t, [0, 3, 1, 2], name="to_NCHW"))
+
+
+def _nchw_four(v, what: str) -> tuple:
+    """An NCHW strides/ksize argument (4 ints [1, 1, h, w]) as NHWC."""
+    if isinstance(v, (int, np.integer)) or len(v) != 4:
+        return v
+    v = [int(a) for a in v]
+    if v[0] != 1 or v[1] != 1:
+        raise ValueError(f"{what} must have 1 for the batch and channel dimensions (NCHW), "
+                         f"got {v}")
+    return [1, v[2], v[3], 1]
+
+
+def depthwise_conv2d_native(input, filter, strides, padding, data_format: str = "NHWC",
+                            dilations=(1, 1, 1, 1), name: Optional[str] = None) -> Tensor:
+    """`tf.nn.depthwise_conv2d_native`: the op itself, with TF's argument order."""
+    return depthwise_conv2d(input, filter, strides, padding, name=name,
+                            data_format=data_format, dilations=dilations)

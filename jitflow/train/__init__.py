@@ -36,6 +36,7 @@ from jitflow.train.saver import (CheckpointReader, CheckpointState, NewCheckpoin
                                  checkpoint_exists, get_checkpoint_state, latest_checkpoint,
                                  list_variables, load_checkpoint, load_variable,
                                  update_checkpoint_state)
+from jitflow.summary import summary_iterator
 from jitflow.train.training_util import (assert_global_step, create_global_step,
                                          get_global_step, get_or_create_global_step,
                                          global_step)
@@ -60,4 +61,12 @@ __all__ = [
     "batch_join", "input_producer",
     "limit_epochs", "match_filenames_once", "range_input_producer", "shuffle_batch",
     "shuffle_batch_join", "slice_input_producer", "string_input_producer",
+    "summary_iterator", "SaverDef",
 ]
+
+
+def __getattr__(name: str):
+    if name == "SaverDef":   # the message class, with SaverDef.V1 and SaverDef.V2
+        from jitflow.serialize import protos
+        return protos.SaverDef
+    raise AttributeError(f"module 'jitflow.train' has no attribute {name!r}")

@@ -78,3 +78,20 @@ def test_debug_levels_print_compiles_plan_and_source(monkeypatch, capsys):
     assert "in one native call" in err                    # level 2: per-run timing
     assert "feed dbg_x:0: float32[?]" in err              # level 3: the plan
     assert "def kernel(ins, vs):" in err and "# Abs" in err  # level 4: the source
+
+
+def test_row_reduction_keeps_independent_partial_sums():
+    """A sum along the innermost axis keeps 8 float64 partial sums, summed pairwise at the end:
+    8 independent add chains instead of one (a sequential float sum runs at the latency of one
+    add per element; jitflow never lets LLVM reassociate float math to do this itself)."""
+    a = tf.placeholder(tf.float32, [None, None])
+    b = tf.placeholder(tf.float32, [None, None])
+    r = tf.reduce_mean(tf.square(a - b), 1)
+    av = np.random.default_rng(0).random((5, 37)).astype(np.float32)
+    bv = np.random.default_rng(1).random((5, 37)).astype(np.float32)
+    with tf.Session() as sess:
+        out = sess.run(r, {a: av, b: bv})
+        src = sess.inspect(r, {a: av, b: bv})
+    assert "for q in range(8):" in src and "% 8" in src, src
+    assert "((laccb1[0] + laccb1[1]) + (laccb1[2] + laccb1[3]))" in src, src
+    np.testing.assert_allclose(out, np.mean(np.square(av - bv), 1), rtol=1e-6)

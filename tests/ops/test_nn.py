@@ -507,6 +507,7 @@ _PROBS = np.abs(_Y) + 0.1
 _PROBS /= _PROBS.sum(axis=1, keepdims=True)
 _IMG = np.random.default_rng(13).standard_normal((2, 5, 4, 3)).astype(np.float32)
 _FILT = np.random.default_rng(14).standard_normal((3, 2, 3, 2)).astype(np.float32)
+_POINTWISE = np.random.default_rng(15).standard_normal((1, 1, 6, 2)).astype(np.float32)
 
 PARITY = {
     "ops": lambda t, x, y: [x + y, x - y, x * y, x / y, x // y, x % y, abs(x) ** y, -x,
@@ -549,6 +550,17 @@ PARITY = {
                                            "SAME"),
                              t.nn.avg_pool(_IMG * t.reduce_sum(y), [1, 2, 3, 1], [1, 1, 2, 1],
                                            "SAME")],
+    "conv_layouts": lambda t, x, y: [
+        t.nn.depthwise_conv2d(_IMG * t.reduce_sum(x), _FILT, [1, 1, 1, 1], "SAME"),
+        t.nn.depthwise_conv2d(_IMG, _FILT * t.reduce_mean(y), [1, 2, 2, 1], "VALID"),
+        t.nn.separable_conv2d(_IMG * t.reduce_sum(x), _FILT, _POINTWISE, [1, 1, 1, 1],
+                              "SAME"),
+        t.nn.conv2d(t.transpose(_IMG, [0, 3, 1, 2]) * t.reduce_sum(y), _FILT,
+                    [1, 1, 2, 1], "SAME", data_format="NCHW"),
+        t.nn.max_pool(t.transpose(_IMG, [0, 3, 1, 2]) * t.reduce_sum(x), [1, 1, 2, 2],
+                      [1, 1, 2, 1], "VALID", data_format="NCHW"),
+        t.nn.conv2d(_IMG * t.reduce_sum(y), _FILT, [1, 1, 1, 1], "SAME",
+                    dilations=[1, 2, 2, 1])],
 }
 
 

@@ -1,0 +1,212 @@
+"""Convolutions and pooling compile to native kernels (nnlib.py via window_kernels.py) that agree
+with the interpreter for every configuration, with no fallback warning; a new batch or image
+size reuses the machine code; split training steps write their variables in place."""
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+
+import jitflow as tf
+from jitflow.compiler import cpu
+from helpers import assert_same_result
+
+RNG = np.random.default_rng(11)
+
+
+@pytest.fixture(autouse=True)
+def _strict(monkeypatch):
+    """A fallback to the references is a failure here, and so is any generated-code error."""
+    monkeypatch.setenv("JITFLOW_STRICT", "1")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        yield
+
+
+def _both(fetches, feed, init=True):
+    out = {}
+    for backend in ("interpreter", "numba"):
+        with tf.Session(backend=backend) as sess:
+            if init:
+                sess.run(tf.global_variables_initializer())
+            out[backend] = sess.run(fetches, feed)
+    return out
+
+
+CONV_CASES = [
+    # (input hw, kernel hw, strides, padding, dilations, in, out)
+    ((7, 6), (3, 3), (1, 1), "SAME", (1, 1), 3, 4),
+    ((7, 6), (3, 3), (2, 2), "SAME", (1, 1), 3, 4),
+    ((8, 8), (3, 2), (2, 3), "VALID", (1, 1), 2, 5),
+    ((5, 5), (1, 1), (1, 1), "VALID", (1, 1), 4, 3),   # pointwise: one GEMM
+    ((6, 7), (1, 1), (2, 2), "SAME", (1, 1), 3, 2),    # strided 1x1
+    ((9, 8), (3, 3), (1, 1), "SAME", (2, 2), 2, 3),    # dilated
+    ((9, 8), (2, 3), (1, 1), "VALID", (2, 1), 2, 3),
+    ((4, 4), (4, 4), (1, 1), "VALID", (1, 1), 1, 1),   # one output pixel
+    ((1, 1), (3, 3), (1, 1), "SAME", (1, 1), 3, 2),    # a 1x1 image
+]
+
+
+@pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: "-".join(map(str, c)))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_conv2d_and_its_gradients_match_the_interpreter(case, dtype):
+    (h, w), (kh, kw), strides, padding, dil, cin, cout = case
+    npd = np.dtype(dtype)
+    x = tf.placeholder(dtype, [None, h, w, cin])
+    f = tf.Variable(RNG.standard_normal((kh, kw, cin, cout)).astype(npd))
+    y = tf.nn.conv2d(x, f, [1, *strides, 1], padding, dilations=[1, *dil, 1])
+    loss = tf.reduce_sum(tf.sin(y))
+    gx, gf = tf.gradients(loss, [x, f])
+    for batch in (1, 3):
+        xv = RNG.standard_normal((batch, h, w, cin)).astype(npd)
+        res = _both([y, gx, gf], {x: xv})
+        tol = 2e-5 if dtype == "float32" else 1e-11
+        assert_same_result(res["numba"], res["interpreter"], rtol=tol, atol=tol)
+
+
+POOL_CASES = [
+    ((6, 5), (2, 2), (2, 2), "VALID"),
+    ((6, 5), (2, 2), (2, 2), "SAME"),
+    ((7, 7), (3, 3), (2, 2), "SAME"),
+    ((7, 7), (3, 3), (1, 1), "VALID"),   # overlapping windows
+    ((5, 6), (3, 2), (1, 3), "SAME"),
+    ((4, 4), (1, 1), (1, 1), "VALID"),
+]
+
+
+@pytest.mark.parametrize("case", POOL_CASES, ids=lambda c: "-".join(map(str, c)))
+@pytest.mark.parametrize("kind", ["max", "avg"])
+def test_pooling_and_its_gradient_match_the_interpreter(case, kind):
+    (h, w), (kh, kw), (sh, sw), padding = case
+    x = tf.placeholder(tf.float32, [None, h, w, 3])
+    pool = tf.nn.max_pool if kind == "max" else tf.nn.avg_pool
+    y = pool(x, [1, kh, kw, 1], [1, sh, sw, 1], padding)
+    g = tf.placeholder(tf.float32, y.shape)
+    gx, = tf.gradients(y, [x], grad_ys=[g])
+    for batch in (1, 2):
+        xv = RNG.standard_normal((batch, h, w, 3)).astype(np.float32)
+        # ties: the max-pool gradient goes to the first maximal element of each window
+        xv[:, ::2, ::2, 0] = 0.5
+        gv = RNG.standard_normal((batch,) + tuple(y.shape.as_list()[1:])).astype(np.float32)
+        res = _both([y, gx], {x: xv, g: gv}, init=False)
+        assert_same_result(res["numba"], res["interpreter"], rtol=1e-6, atol=1e-6)
+
+
+def test_max_pool_of_nan_and_minus_infinity_as_the_interpreter():
+    x = tf.placeholder(tf.float64, [1, 4, 4, 2])
+    y = tf.nn.max_pool(x, 3, 2, "SAME")
+    gx, = tf.gradients(tf.reduce_sum(y), [x])
+    xv = np.full((1, 4, 4, 2), -np.inf)
+    xv[0, 1, 1, 0] = np.nan
+    xv[0, 3, 3, 1] = 2.0
+    res = _both([y, gx], {x: xv}, init=False)
+    assert_same_result(res["numba"], res["interpreter"])
+    assert np.isnan(res["numba"][0][0, 0, 0, 0])
+
+
+def test_depthwise_conv2d_and_gradients_match_the_interpreter():
+    x = tf.placeholder(tf.float64, [None, 6, 5, 3])
+    f = tf.Variable(RNG.standard_normal((3, 2, 3, 2)))
+    for strides, padding in ((1, "SAME"), (2, "VALID"), (2, "SAME")):
+        y = tf.nn.depthwise_conv2d(x, f, [1, strides, strides, 1], padding)
+        gx, gf = tf.gradients(tf.reduce_sum(y * y), [x, f])
+        xv = RNG.standard_normal((2, 6, 5, 3))
+        res = _both([y, gx, gf], {x: xv})
+        assert_same_result(res["numba"], res["interpreter"], rtol=1e-11, atol=1e-11)
+
+
+def test_a_new_batch_or_image_size_reuses_the_machine_code():
+    x = tf.placeholder(tf.float32, [None, None, None, 2])
+    f = tf.Variable(RNG.standard_normal((3, 3, 2, 4)).astype(np.float32))
+    y = tf.nn.max_pool(tf.nn.relu(tf.nn.conv2d(x, f, 1, "SAME")), 2, 2, "SAME")
+    with tf.Session(backend="numba") as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(y, {x: np.ones((2, 8, 8, 2), np.float32)})
+        before = cpu.STATS["compiles"] + cpu.STATS["numba_cache_hits"]
+        for shape in ((5, 8, 8, 2), (3, 11, 6, 2), (2, 17, 9, 2)):
+            out = sess.run(y, {x: np.ones(shape, np.float32)})
+            assert out.shape == (shape[0], -(-shape[1] // 2), -(-shape[2] // 2), 4)
+        assert cpu.STATS["compiles"] + cpu.STATS["numba_cache_hits"] == before
+
+
+def test_a_channel_mismatch_at_run_time_is_tf1s_error_and_changes_nothing():
+    x = tf.placeholder(tf.float32, [None, 5, 5, None])
+    f = tf.Variable(np.ones((3, 3, 2, 2), np.float32))
+    y = tf.nn.conv2d(x, f, 1, "SAME")
+    train = tf.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_sum(y))
+    with tf.Session(backend="numba") as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(train, {x: np.ones((1, 5, 5, 2), np.float32)})
+        before = sess.run(f)
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            sess.run(train, {x: np.ones((1, 5, 5, 3), np.float32)})
+        np.testing.assert_array_equal(sess.run(f), before)
+
+
+def _lenet(seed: int):
+    rng = np.random.default_rng(seed)
+    x = tf.placeholder(tf.float32, [None, 12, 12, 1])
+    y = tf.placeholder(tf.float32, [None, 4])
+
+    def var(*shape):
+        return tf.Variable((rng.standard_normal(shape) * 0.3).astype(np.float32))
+
+    h = tf.nn.relu(tf.nn.conv2d(x, var(3, 3, 1, 4), 1, "SAME") + var(4))
+    h = tf.nn.max_pool(h, 2, 2, "SAME")
+    h = tf.nn.relu(tf.nn.conv2d(h, var(3, 3, 4, 6), 1, "SAME") + var(6))
+    h = tf.nn.avg_pool(h, 2, 2, "VALID")
+    logits = tf.matmul(tf.reshape(h, [-1, 3 * 3 * 6]), var(54, 4)) + var(4)
+    loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits_v2(labels=y, logits=logits))
+    return x, y, loss
+
+
+def test_a_cnn_trains_the_same_on_both_backends():
+    x, y, loss = _lenet(3)
+    train = tf.train.AdamOptimizer(0.01).minimize(loss)
+    rng = np.random.default_rng(4)
+    xv = rng.standard_normal((8, 12, 12, 1)).astype(np.float32)
+    yv = np.eye(4, dtype=np.float32)[rng.integers(0, 4, 8)]
+    losses = {}
+    for backend in ("interpreter", "numba"):
+        with tf.Session(backend=backend) as sess:
+            sess.run(tf.global_variables_initializer())
+            losses[backend] = [sess.run([train, loss], {x: xv, y: yv})[1] for _ in range(6)]
+    np.testing.assert_allclose(losses["numba"], losses["interpreter"], rtol=1e-4)
+    assert losses["numba"][-1] < losses["numba"][0]
+
+
+def test_split_training_steps_write_variables_in_place_after_their_first_run():
+    """A plan of several kernels copies the variables it writes only on the first run of an
+    input shape (so that a failing run changes nothing); later runs update them in place."""
+    x, y, loss = _lenet(5)
+    # a long chain of parameter updates makes the plan longer than one kernel
+    train = tf.group(*[tf.train.GradientDescentOptimizer(0.01).minimize(loss)
+                       for _ in range(3)])
+    rng = np.random.default_rng(6)
+    xv = rng.standard_normal((4, 12, 12, 1)).astype(np.float32)
+    yv = np.eye(4, dtype=np.float32)[rng.integers(0, 4, 4)]
+    with tf.Session(backend="numba") as sess:
+        sess.run(tf.global_variables_initializer())
+        spec = sess.make_callable(train, [x, y]).spec
+        assert not spec.executable.single, "the test needs a plan split into kernels"
+        sess.run(train, {x: xv, y: yv})
+        copies = cpu.STATS.get("variable_copies", 0)
+        buffers = [sess._state[v] for v in spec.executable.written]
+        for _ in range(3):
+            sess.run(train, {x: xv, y: yv})
+        assert cpu.STATS.get("variable_copies", 0) == copies
+        assert all(sess._state[v] is b for v, b in zip(spec.executable.written, buffers))
+        # a new batch size runs with copies once, then in place again
+        sess.run(train, {x: xv[:3], y: yv[:3]})
+        assert cpu.STATS.get("variable_copies", 0) > copies
+
+
+@pytest.mark.parametrize("op_type", sorted(itertools.chain(
+    ["Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "MaxPool", "MaxPoolGrad",
+     "AvgPool", "AvgPoolGrad", "DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput",
+     "DepthwiseConv2dNativeBackpropFilter"])))
+def test_window_ops_have_a_code_generator(op_type):
+    from jitflow.compiler import fuse
+    assert op_type in fuse._ak.SUPPORTED and op_type in fuse._ak.LOWER
