@@ -117,3 +117,7 @@ def __getattr__(name: str):
         return getattr(protos, name)
     raise AttributeError(f"module 'jitflow' has no attribute {name!r}")
 
+from jitflow import data, image, nest, queue, sparse, strings  # noqa: E402,F401
+from jitflow.ops.sparse import SparseTensor, SparseTensorValue  # noqa: E402,F401
+from jitflow.errors import OpError  # noqa: E402,F401
+NoGradient = NotDifferentiable  # TF1's older name

@@ -596,7 +596,10 @@ def make_op(op_type: str, inputs, attrs: Optional[dict] = None, name: Optional[s
 
 
 def _infer_numpy(value) -> np.ndarray:
-    """TF1's dtype inference for constants: Python floats -> float32, ints -> int32."""
+    """TF1's dtype inference for constants: Python floats -> float32, ints -> int32, str and
+    bytes -> a string tensor (an object array of bytes)."""
+    if _dtypes.is_string_value(value):
+        return _dtypes.as_bytes_array(value)
     if isinstance(value, (np.ndarray, np.generic)):
         arr = np.asarray(value)
         if arr.dtype.kind in "SUO":
@@ -647,6 +650,9 @@ def convert_to_tensor(value, dtype=None, name: Optional[str] = None,
     arr = np.asarray(value)
     if arr.dtype.kind in "SUO":
         arr = _infer_numpy(value)  # raises TF1's TypeError for non-numeric values
+    if (arr.dtype == object) != (dtype == _dtypes.string):
+        raise TypeError(f"Expected {dtype.name}, got {value!r} of type "
+                        f"'{type(value).__name__}' instead.")
     if arr.dtype.kind == "f" and dtype.is_integer:
         raise TypeError(f"Expected {dtype.name}, got {value!r} of type "
                         f"'{type(value).__name__}' instead.")

@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from jitflow.compiler.plan import build_plan
+from jitflow.dtypes import as_bytes_array, string
 from jitflow.graph import Graph, GraphElementError, Operation, Tensor, get_default_graph
 
 __all__ = ["Session", "InteractiveSession", "get_default_session", "register_backend"]
@@ -156,6 +157,10 @@ class _FetchMapper:
     def _map(self, graph, fetches):
         if fetches is None:
             raise TypeError(f"Fetch argument {fetches!r} has invalid type {type(fetches)!r}")
+        if hasattr(fetches, "_fetch_parts"):  # a composite (SparseTensor): a value of its parts
+            parts, cls = fetches._fetch_parts()
+            subs = [self._map(graph, p) for p in parts]
+            return lambda vals: cls(*[s(vals) for s in subs])
         if isinstance(fetches, (list, tuple)):
             subs = [self._map(graph, f) for f in fetches]
             if _is_namedtuple(fetches):
@@ -176,6 +181,8 @@ class _FetchMapper:
         """Python source rebuilding the fetch structure from `r<i>` (the value of
         `self.tensors[i]`), for generated runners; objects it needs are added to `names`.
         None for structures only `build` knows how to make (dict and tuple subclasses)."""
+        if hasattr(fetches, "_fetch_parts"):
+            return None
         if isinstance(fetches, (list, tuple)):
             parts = [self.expression(graph, f, names) for f in fetches]
             if None in parts:
@@ -253,13 +260,20 @@ def _feed_check(t: Tensor):
     dims = t.shape.as_tuple()
     name = t.name
     shape_str = str(t.shape)
+    is_string = t.dtype == string
 
     def check(value):
         if isinstance(value, Tensor) or hasattr(value, "_to_tensor"):
             raise TypeError("The value of a feed cannot be a tf.Tensor object. Acceptable feed "
                             "values include Python scalars, strings, lists, numpy ndarrays, or "
                             "TensorHandles.")
-        if type(value) is np.ndarray and value.dtype == npd:
+        if is_string:
+            try:
+                arr = as_bytes_array(value, f"feed for Tensor '{name}'")
+            except TypeError as e:
+                raise TypeError(f"Cannot feed value {value!r} for Tensor '{name}' of dtype "
+                                f"string: {e}") from None
+        elif type(value) is np.ndarray and value.dtype == npd:
             arr = value
         else:
             try:
@@ -279,6 +293,17 @@ def _feed_check(t: Tensor):
 
 
 _MISS = object()  # a generated runner's answer to feeds of another signature
+
+
+def _expand_composite_feeds(feed_dict: dict) -> dict:
+    """A feed_dict whose composite keys (SparseTensor) are replaced by their part tensors."""
+    out = {}
+    for k, v in feed_dict.items():
+        if hasattr(k, "_feed_parts"):
+            out.update(k._feed_parts(v))
+        else:
+            out[k] = v
+    return out
 
 
 def _as_result(v):
@@ -304,6 +329,8 @@ class Session:
         self._backend = _make_backend(backend)
         self._default_ctx: list = []
         self._lock = threading.RLock()
+        # host state of input pipelines (iterators, queues, readers), keyed by their op
+        self._resources: dict = {}
 
     # -- properties -----------------------------------------------------------------------
     @property
@@ -345,6 +372,11 @@ class Session:
         self._closed = True
         self._specs.clear()
         self._by_fetches.clear()
+        # wake threads blocked on this session's queues (they raise CancelledError)
+        for r in list(self._resources.values()):
+            closer = getattr(r, "session_closed", None)
+            if closer is not None:
+                closer()
 
     def __del__(self) -> None:
         try:
@@ -373,6 +405,9 @@ class Session:
             key = (fkey,)
         spec = self._specs.get(key)
         if spec is None:
+            if feed_dict and any(hasattr(k, "_feed_parts") for k in feed_dict):
+                return self.run(fetches, _expand_composite_feeds(feed_dict), options,
+                                run_metadata)
             spec = self._make_spec(fetches, feed_dict)
             self._specs[key] = spec
             maker = getattr(spec.executable, "fast_runner", None)

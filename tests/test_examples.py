@@ -103,3 +103,17 @@ def test_frozen_graphs_give_tensorflows_outputs(backend, capsys):
     for key in ("cnn", "mlp"):
         np.testing.assert_allclose(out[key]["probs"], out[key]["expected"], rtol=1e-4,
                                    atol=1e-5)
+
+
+def test_data_pipeline_trains_from_a_tf_data_pipeline(capsys):
+    out = _load("data_pipeline").main(epochs=8)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1].startswith("final:")
+    assert out["losses"][-1] < 0.6 * out["losses"][0]
+    assert out["held_out"] == 400 and out["accuracy"] > 0.8
+
+
+def test_word2vec_nce_loss_falls(capsys):
+    out = _load("word2vec_nce").main(steps=600)
+    assert capsys.readouterr().out.splitlines()[-1].startswith("final:")
+    assert out["averages"][-1] < 0.6 * out["averages"][0]

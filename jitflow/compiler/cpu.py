@@ -494,6 +494,80 @@ def _drop_numba_cache(fn) -> bool:
     return True
 
 
+def _host_steps(plan: Plan, pre: set) -> tuple:
+    """(host ops, quiet ops): the ops of `plan` that run on the host: those without a code
+    generator, and the ops read only by host ops that are constants, variables, random draws
+    or computed from host values alone (a string op's defaults, an epoch counter, an input
+    producer's shuffle: no kernel just to hand a few values to the host). The quiet ones are
+    host work by position, not a missing code generator (no warning)."""
+    host = {op for op in plan.ops if op not in pre and not _fuse.supported(op)}
+    if not host:
+        return host, set()
+    fed = set(plan.feeds)
+    readers: dict = {}
+    for op in plan.ops:
+        for t in op.inputs:
+            readers.setdefault(t.op, []).append(op)
+
+    def feeds_host(op) -> bool:
+        rs = readers.get(op)
+        return bool(rs) and all(r in host for r in rs) and (
+            op.type in ("Const", "VariableV2") or op.op_def.kind == "random"
+            or all(t in fed or t.op in host for t in op.inputs))
+
+    changed = True
+    while changed:
+        changed = False
+        for op in plan.ops:
+            if op not in host and op not in pre and feeds_host(op):
+                host.add(op)
+                changed = True
+    # ops without a code generator that feed only host ops are host work too (no warning)
+    return host, {op for op in host if feeds_host(op)}
+
+
+def _host_first(plan: Plan, pre: set, host: set) -> list:
+    """`plan.ops` with the host ops that need nothing computed natively moved to the front
+    (an input pipeline's get_next, a string parse), so they do not cut the native ops that
+    follow them into several kernels; still a topological order."""
+    if not host:
+        return list(plan.ops)
+    fed = set(plan.feeds)
+    early: set = set()
+    for op in plan.ops:
+        if op in host and all(t in fed or t.op in early or t.op in pre for t in op.inputs) \
+                and all(c in early for c in op._control_inputs):
+            early.add(op)
+    # host ops whose results nothing but no-ops wait for (an optimizer's in-place sparse
+    # update) go last, with those no-ops, so the native ops around them form one kernel
+    fetched = {t.op for t in plan.fetches}
+    waiting: dict = {}
+    for op in plan.ops:
+        for t in op.inputs:
+            waiting.setdefault(t.op, set()).add(op)
+        for c in op._control_inputs:
+            waiting.setdefault(c, set()).add(op)
+    late: set = set()
+    for op in reversed(plan.ops):
+        if op in fetched or op in early:
+            continue
+        after = waiting.get(op, ())
+        if op.type == "NoOp" and all(w in late for w in after):
+            if any(c in late or c in host for c in op._control_inputs):
+                late.add(op)
+        elif op in host and all(w.type == "NoOp" for w in after):
+            late.add(op)
+    # a no-op seen before the host op it waits for: second pass
+    for op in reversed(plan.ops):
+        if op.type == "NoOp" and op not in late and op not in fetched and all(
+                w in late for w in waiting.get(op, ())) and any(
+                c in late for c in op._control_inputs):
+            late.add(op)
+    head = [op for op in plan.ops if op in early]
+    tail = [op for op in plan.ops if op in late]
+    return head + [op for op in plan.ops if op not in early and op not in late] + tail
+
+
 def _cache_hits(fn) -> int:
     stats = getattr(fn, "stats", None)
     hits = getattr(stats, "cache_hits", None)
@@ -582,15 +656,19 @@ class Executable:
         post = _deferred_host_ops(plan, fed)
         steps: list = []
         cur: list = []
-        for op in plan.ops:
+        on_host, quiet = _host_steps(plan, pre_set | post)
+        for op in _host_first(plan, pre_set | post, on_host):
             if op in pre_set or op in post:
                 continue
-            if _fuse.supported(op):
+            if op not in on_host:
                 cur.append(op)
             else:
-                # host ops (control flow, TensorArrays) are host work by design, and random
-                # ops always draw with the session's NumPy generators: no warning
-                if op.op_def.kind not in ("host", "random") and op.type not in _WARNED_OPS:
+                # host ops (control flow, TensorArrays, input pipelines, strings) and the ops
+                # only they read are host work by design, and random ops always draw with the
+                # session's NumPy generators: no warning
+                if (op.op_def.kind != "random" and not _fuse.host_only(op)
+                        and not _fuse.supported(op) and op not in quiet
+                        and op.type not in _WARNED_OPS):
                     _WARNED_OPS.add(op.type)
                     warnings.warn(f"jitflow: op type {op.type} has no code generator; it runs "
                                   "through its NumPy reference", RuntimeWarning, stacklevel=5)
@@ -600,6 +678,9 @@ class Executable:
                 steps.append(op)
         if cur:
             steps.append(cur)
+        # a run of no-ops alone (a train op after host updates) needs no kernel
+        steps = [st for st in steps
+                 if not (isinstance(st, list) and all(op.type == "NoOp" for op in st))]
         flat: list = []
         for s in steps:
             # long runs become several kernels, cut where repeated structure repeats

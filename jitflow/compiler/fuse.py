@@ -259,12 +259,26 @@ _ROW_HOW = {"Softmax": "softmax", "LogSoftmax": "log_softmax",
             "SparseSoftmaxCrossEntropyWithLogits": "sparse_xent"}
 
 
+_HOST_DTYPES = ("string", "variant")
+
+
+def host_only(op) -> bool:
+    """Whether `op` is host work by design (kind "host", or string/variant values): never in a
+    numeric kernel, so running it through its reference is no fallback."""
+    if op.op_def.kind == "host":
+        return True
+    return any(x.dtype.name in _HOST_DTYPES for x in op.outputs) or any(
+        x.dtype.name in _HOST_DTYPES for x in op.inputs)
+
+
 def supported(op) -> bool:
     """Whether `op` has a code generator (otherwise it runs through its reference)."""
     t = op.type
     d = op.op_def
     if t in _SKIP:
         return True
+    if d.kind == "host":
+        return False  # input pipelines, strings, control flow: host work by design
     dt = [x.dtype.name for x in op.inputs] + [x.dtype.name for x in op.outputs]
     if any(n not in _NUMERIC_NAMES for n in dt):
         return False  # float16, complex, strings: references only

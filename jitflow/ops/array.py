@@ -204,8 +204,14 @@ register(
 
 
 def _constant_array(value, dtype, shape, verify_shape: bool) -> np.ndarray:
-    if dtype is not None:
+    if dtype is not None and _dtypes.as_dtype(dtype) == _dtypes.string:
+        arr = _dtypes.as_bytes_array(value, "tf.constant")
+        dtype = _dtypes.string
+    elif dtype is not None:
         dtype = _dtypes.as_dtype(dtype)
+        if _dtypes.is_string_value(value):
+            raise TypeError(f"Expected {dtype.name}, got {value!r} of type "
+                            f"'{type(value).__name__}' instead.")
         src = np.asarray(value)
         if src.dtype.kind == "f" and dtype.is_integer and np.any(src != np.floor(src)):
             raise TypeError(f"Expected {dtype.name}, got {value!r} of type "

@@ -731,8 +731,8 @@ def _cmp(op_type, npfn, sym, allowed=_NUMERIC):
 
 
 _CMP_FNS: dict = {}
-_cmp("Equal", np.equal, "==", _NUMERIC + ("bool",))
-_cmp("NotEqual", np.not_equal, "!=", _NUMERIC + ("bool",))
+_cmp("Equal", np.equal, "==", _NUMERIC + ("bool", "string"))
+_cmp("NotEqual", np.not_equal, "!=", _NUMERIC + ("bool", "string"))
 _cmp("Less", np.less, "<")
 _cmp("LessEqual", np.less_equal, "<=")
 _cmp("Greater", np.greater, ">")

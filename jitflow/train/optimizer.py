@@ -41,7 +41,9 @@ class Optimizer:
     """Base class of the TF1 optimizers: `minimize` = `compute_gradients` + `apply_gradients`.
 
     Subclasses implement `_create_slots(var_list)`, `_prepare()`, `_apply_dense(grad, var)`
-    (returning the op or tensor that updates `var`) and optionally `_finish(update_ops, name)`.
+    (returning the op or tensor that updates `var`) and optionally `_finish(update_ops, name)`
+    and `_apply_sparse(values, indices, var)` (used for gradients of gathers, see
+    `jitflow.train.sparse_apply`).
     """
 
     GATE_NONE = 0
@@ -144,7 +146,14 @@ class Optimizer:
                     if g is None:
                         continue
                     with name_scope("update_" + v.op.name):
-                        update_ops.append(self._apply_dense(g, v))
+                        sparse = None
+                        if type(self)._apply_sparse is not Optimizer._apply_sparse:
+                            from jitflow.train.sparse_apply import sparse_gradient
+                            sparse = sparse_gradient(g, v)
+                        if sparse is None:
+                            update_ops.append(self._apply_dense(g, v))
+                        else:  # a gather's gradient: only the looked-up rows change
+                            update_ops.append(self._apply_sparse(*sparse, v))
                 if global_step is None:
                     apply_updates = self._finish(update_ops, scope)
                 else:
@@ -237,6 +246,12 @@ class Optimizer:
         pass
 
     def _apply_dense(self, grad: Tensor, var):
+        raise NotImplementedError()
+
+    def _apply_sparse(self, values: list, indices: list, var):
+        """Update only the rows `indices` of `var` with gradient rows `values` (one pair per
+        gather of `var`; optimizers with a sparse rule override this, the others apply the
+        dense gradient)."""
         raise NotImplementedError()
 
     def _finish(self, update_ops: list, name_scope: str) -> Operation:
