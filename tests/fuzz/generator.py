@@ -206,7 +206,7 @@ class _Gen:
         elif r < 0.55:
             self.reduce(float_dt)
         elif r < 0.63:
-            self.matmul(float_dt)
+            self.window(float_dt) if self.chance(0.3) else self.matmul(float_dt)
         elif r < 0.68:
             self.softmax(float_dt)
         elif r < 0.71:
@@ -327,6 +327,49 @@ class _Gen:
         out = ((sa[0],) if batched else ()) + (m, n)
         self.add(Node("matmul", (a, b), {"ta": ta, "tb": tb, "operator": not (ta or tb)
                                          and self.chance(0.3)}, dt, out, False))
+
+    def window(self, dt: str) -> None:
+        """A convolution (plain, depthwise) or a pooling over a rank-4 NHWC operand."""
+        cands = [i for i, n in enumerate(self.nodes) if n.dtype == dt and n.shape is not None
+                 and len(n.shape) == 4 and all(d != 0 for d in n.shape)]
+        if cands and self.chance(0.6):
+            a = self.pick(cands)
+            sa = self.nodes[a].shape
+        else:
+            sa = (self.pick([B, 1, 2]), int(self.rng.integers(1, 7)),
+                  int(self.rng.integers(1, 7)), int(self.rng.integers(1, 4)))
+            a = self.leaf(sa, dt)
+        if any(d == B for d in sa[1:]):
+            return
+        kind = self.pick(("conv", "conv", "depthwise", "max_pool", "avg_pool"))
+        same = self.chance(0.5)
+        kh, kw = int(self.rng.integers(1, 4)), int(self.rng.integers(1, 4))
+        stride = self.pick([1, 1, 2, 3])
+        dil = self.pick([1, 1, 2]) if kind in ("conv", "depthwise") and stride == 1 else 1
+
+        def out(n, k):
+            ek = (k - 1) * dil + 1
+            if same:
+                return -(-n // stride)
+            return (n - ek) // stride + 1 if n >= ek else None
+
+        oh, ow = out(sa[1], kh), out(sa[2], kw)
+        if oh is None or ow is None:
+            return
+        c = sa[3]
+        params = {"kind": kind, "k": (kh, kw), "stride": stride, "dil": dil,
+                  "padding": "SAME" if same else "VALID"}
+        if kind == "conv":
+            co = int(self.rng.integers(1, 4))
+            f = self.operand(dt, (kh, kw, c, co))
+            self.add(Node("window", (a, f), params, dt, (sa[0], oh, ow, co), False))
+        elif kind == "depthwise":
+            m = int(self.rng.integers(1, 3))
+            f = self.operand(dt, (kh, kw, c, m))
+            self.add(Node("window", (a, f), params, dt, (sa[0], oh, ow, c * m), False))
+        else:
+            self.add(Node("window", (a,), params, dt, (sa[0], oh, ow, c),
+                          self.nodes[a].bounded))
 
     def softmax(self, dt: str) -> None:
         a = self.operand(dt)
@@ -794,6 +837,14 @@ def _build_op(tfm, n: Node, xs: list, nodes: list, side=None):
         if p["operator"]:
             return xs[0] @ xs[1]
         return tfm.matmul(xs[0], xs[1], transpose_a=p["ta"], transpose_b=p["tb"])
+    if n.op == "window":
+        k, s, pad = p["k"], [1, p["stride"], p["stride"], 1], p["padding"]
+        if p["kind"] == "conv":
+            return tfm.nn.conv2d(xs[0], xs[1], s, pad, dilations=[1, p["dil"], p["dil"], 1])
+        if p["kind"] == "depthwise":
+            return tfm.nn.depthwise_conv2d(xs[0], xs[1], s, pad, rate=[p["dil"], p["dil"]])
+        pool = tfm.nn.max_pool if p["kind"] == "max_pool" else tfm.nn.avg_pool
+        return pool(xs[0], [1, k[0], k[1], 1], s, pad)
     if n.op == "softmax":
         return tfm.nn.softmax(xs[0], axis=p["axis"])
     if n.op == "log_softmax":
