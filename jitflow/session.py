@@ -39,7 +39,8 @@ register_backend("interpreter", _interpreter_factory)
 
 
 def _numba_factory():
-    from jitflow.compiler.cpu import NumbaBackend  # imports numba only when it compiles
+    # imports numba only when it compiles
+    from jitflow.backends.numba_cpu.driver import NumbaBackend
     return NumbaBackend()
 
 

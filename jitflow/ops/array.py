@@ -14,6 +14,11 @@ from typing import Optional
 import numpy as np
 
 from jitflow import dtypes as _dtypes
+from jitflow.compiler import lower as _lower
+from jitflow.compiler.ir import (X0, X1, X2, X3, Alloc, Apply, Check, Const, CopyVar, DimValue,
+                                 Index, Lit, Load, Region, S, Take, Value, View)
+from jitflow.compiler.lower import (Pending, ShapeInfo, Unsupported, add_dims, const_dim,
+                                    is_static, static_size)
 from jitflow.graph import Tensor, convert_to_tensor, get_default_graph, make_op, name_scope
 from jitflow.ops.registry import Example, register
 from jitflow.shapes import Dimension, TensorShape, as_shape, shape_tf_str
@@ -192,6 +197,7 @@ def _norm_axis(axis: int, rank: int, what: str = "axis") -> int:
 # -- Const ---------------------------------------------------------------------------------
 register(
     "Const",
+    lower=lambda low, op, pos: low.constant(op, op.attrs["value"]),
     infer=lambda op: [(op.attrs["dtype"], op.attrs["value"].shape)],
     ref=lambda op: op.attrs["value"],
     differentiable=False, kind="source",
@@ -262,6 +268,7 @@ def _no_feed(op, ctx=None):
 
 
 register("Placeholder", infer=lambda op: [(op.attrs["dtype"], op.attrs["shape"])],
+         lower=_lower.computes_nothing,   # a kernel argument
          ref=_no_feed, differentiable=False, kind="source")
 
 
@@ -282,7 +289,7 @@ def _pwd_infer(op):
 
 
 register("PlaceholderWithDefault", infer=_pwd_infer, ref=lambda op, x: x,
-         grad=lambda op, g: [g], kind="elementwise", template="{0}")
+         grad=lambda op, g: [g], kind="elementwise", scalar=X0)
 
 
 def placeholder_with_default(input, shape, name: Optional[str] = None) -> Tensor:
@@ -299,7 +306,7 @@ def _identity_ref(op, x):
 
 
 register("Identity", infer=lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)],
-         ref=_identity_ref, grad=lambda op, g: [g], kind="elementwise", template="{0}",
+         ref=_identity_ref, grad=lambda op, g: [g], kind="elementwise", scalar=X0,
          examples=[Example(build=lambda x: identity(x), inputs=[(2, 3)], expect=lambda x: x)])
 
 
@@ -322,7 +329,8 @@ def identity_n(input, name: Optional[str] = None) -> list:
     return list(make_op("IdentityN", xs, name=name).outputs)
 
 
-register("NoOp", infer=lambda op: [], ref=lambda op: (), differentiable=False, kind="other")
+register("NoOp", infer=lambda op: [], ref=lambda op: (), differentiable=False, kind="other",
+         lower=_lower.computes_nothing)
 
 
 def no_op(name: Optional[str] = None):
@@ -373,7 +381,34 @@ def _fill_ref(op, value, *dyn):
     return np.full(dims, value, dtype=op.outputs[0].dtype.as_numpy_dtype)
 
 
+def _lower_fill(low, op, pos: int) -> None:
+    """The fill value (an expression) over the target shape: inlined into the consumer."""
+    out = op.outputs[0]
+    if low.is_fed(out):
+        return
+    expr, dtype, v_ones, _, reads = low.expr(op.inputs[0])
+    if v_ones:
+        raise Unsupported("fill value is not a scalar")
+    static = op.attrs.get("dims")
+    if static is not None:
+        ones = tuple(d == 1 for d in static)
+        dims = tuple(const_dim(d) if d else ("const", 0) for d in static)
+    else:
+        inf = low.shape_info(op.inputs[1])
+        if inf is None:
+            raise Unsupported("fill to a computed shape")
+        ones, dims = inf.ones, inf.dims
+    low.place(out, Pending(expr, dtype, ones, dims, reads, pos), pos)
+
+
+def _fill_lowerable(op) -> bool:
+    return op.inputs[0].shape.ndims == 0 and (
+        op.attrs.get("dims") is not None or op.inputs[1].op.type == "Shape"
+        and op.inputs[1].op.inputs[0].shape.ndims is not None)
+
+
 register("Fill", infer=_fill_infer, ref=_fill_ref,
+         lower=_lower_fill, lowerable=_fill_lowerable, shape_only=(1,), inline=(0,),
          grad=lambda op, g: [_unbroadcast(g, op.inputs[0])] + [None] * (len(op.inputs) - 1),
          kind="other",
          examples=[Example(build=lambda v: fill([2, 3], v), inputs=[()],
@@ -424,12 +459,12 @@ def _like_infer(op):
 
 register("ZerosLike", infer=_like_infer,
          ref=lambda op, x: np.zeros(np.shape(x), op.attrs["dtype"].as_numpy_dtype),
-         differentiable=False, kind="elementwise", template="0",
+         differentiable=False, kind="elementwise", scalar=Const(0),
          examples=[Example(build=lambda x: zeros_like(x, optimize=False), inputs=[(2, 3)],
                            expect=lambda x: np.zeros_like(x))])
 register("OnesLike", infer=_like_infer,
          ref=lambda op, x: np.ones(np.shape(x), op.attrs["dtype"].as_numpy_dtype),
-         differentiable=False, kind="elementwise", template="1",
+         differentiable=False, kind="elementwise", scalar=Const(1),
          examples=[Example(build=lambda x: ones_like(x, optimize=False), inputs=[(2, 3)],
                            expect=lambda x: np.ones_like(x))])
 
@@ -485,7 +520,26 @@ def _range_ref(op, start, limit, delta):
                                       else np.int64)).astype(npd)
 
 
+def _lower_range(low, op, pos: int) -> None:
+    """start + delta * i over the (static) length: inlined into the consumer."""
+    out = op.outputs[0]
+    if low.is_fed(out):
+        return
+    vals = [low.literal(t) for t in op.inputs]
+    if any(v is None for v in vals):
+        raise Unsupported("range of computed bounds")
+    dt = out.dtype.name
+    n = out.shape.as_tuple()[0]
+    wide = "float64" if dt.startswith("float") else "int64"
+    expr = Apply(S.add(X0, S.mul(X1, X2)), [Lit(vals[0].value, wide), Lit(vals[2].value, wide),
+                                            Index(0)], dt, pos, True)
+    low.place(out, Pending(expr, dt, (n == 1,), (const_dim(n) if n else ("const", 0),),
+                           frozenset(), pos), pos)
+
+
 register("Range", infer=_range_infer, ref=_range_ref, differentiable=False, kind="source",
+         lower=_lower_range, lowerable=lambda op: op.outputs[0].shape.is_fully_defined()
+         and all(t.op.type == "Const" for t in op.inputs),
          examples=[Example(build=lambda: range(2, 11, 3), inputs=[], dtypes=((),),
                            expect=lambda: np.arange(2, 11, 3)),
                    Example(build=lambda: range(1.0, 0.0, -0.25), inputs=[], dtypes=((),),
@@ -597,7 +651,32 @@ def _one_hot_ref(op, idx, on, off):
     return out
 
 
+def _lower_one_hot(low, op, pos: int) -> None:
+    """on if index == position along the new last axis else off (`ir.Index`)."""
+    idx = low.value(op.inputs[0], pos)
+    on = low.expr(op.inputs[1])
+    off = low.expr(op.inputs[2])
+    depth = int(op.attrs["depth"])
+    r = idx.rank
+    out = op.outputs[0]
+    dtype = out.dtype.name
+    ones = idx.ones + (depth == 1,)
+    dims = idx.dims + (1 if depth == 1 else ("const", depth),)
+    expr = Apply(S.select(S.eq(X0, X3), X1, X2),
+                 [Load(idx, tuple(builtins.range(r))), on.expr, off.expr, Index(r)], dtype, pos)
+    if low.is_fed(out):
+        return
+    low.place(out, Pending(expr, dtype, ones, dims, on.reads | off.reads, pos), pos)
+
+
+def _one_hot_lowerable(op) -> bool:
+    r = op.inputs[0].shape.ndims
+    return (r is not None and op.attrs.get("axis") in (-1, r)
+            and all(x.shape.ndims == 0 for x in op.inputs[1:]))
+
+
 register("OneHot", infer=_one_hot_infer, ref=_one_hot_ref, differentiable=False, kind="other",
+         lower=_lower_one_hot, lowerable=_one_hot_lowerable, inline=builtins.range(1, 1 << 16),
          examples=[Example(build=lambda i: one_hot(i, 4), inputs=[(5,)], dtypes=("int32",),
                            domain="index", index_max=4,
                            expect=lambda i: np.eye(4)[i]),
@@ -668,23 +747,65 @@ def _shape_infer(op):
     return [(op.attrs["out_type"], TensorShape([r]))]
 
 
+def _lower_shape(low, op, pos: int) -> None:
+    """The symbolic dims of the input, materialized only when a consumer needs the values."""
+    _, _, ones, dims, _ = low.expr(op.inputs[0], shape_only=True)
+    out = op.outputs[0]
+    if not low.is_fed(out):
+        low.set(out, ShapeInfo(dims, ones, out.dtype.name, pos))
+
+
+def _lower_size_rank(low, op, pos: int) -> None:
+    """ShapeN as Shape; Rank a literal; Size a literal or the product of runtime dims."""
+    if op.type == "ShapeN":
+        for x, out in zip(op.inputs, op.outputs):
+            _, _, ones, dims, _ = low.expr(x, shape_only=True)
+            if not low.is_fed(out):
+                low.set(out, ShapeInfo(dims, ones, out.dtype.name, pos))
+        return
+    out = op.outputs[0]
+    if low.is_fed(out):
+        return
+    _, _, ones, dims, _ = low.expr(op.inputs[0], shape_only=True)
+    dt = out.dtype.name
+    if op.type == "Rank":
+        low.set(out, Lit(len(ones), dt))
+    elif all(is_static(d) for d in dims):
+        n = 1
+        for d in dims:
+            n *= static_size(d)
+        low.set(out, Lit(n, dt))
+    else:
+        low.place(out, Pending(DimValue(("prod", dims), dt), dt, (), (), frozenset(), pos), pos)
+
+
+def _ranked(*ts) -> bool:
+    return all(t.shape.ndims is not None for t in ts)
+
+
 register("Shape", infer=_shape_infer,
+         lower=_lower_shape, lowerable=lambda op: _ranked(op.inputs[0]), shape_only=(0,),
+         inline=True,
          ref=lambda op, x: np.array(np.shape(x), op.attrs["out_type"].as_numpy_dtype),
          differentiable=False, kind="shape",
          examples=[Example(build=lambda x: shape(x), inputs=[(2, 3)],
                            expect=lambda x: np.array([2, 3]))])
 register("ShapeN", infer=lambda op: [(op.attrs["out_type"], TensorShape([t.shape.ndims]))
                                      for t in op.inputs],
+         lower=_lower_size_rank, lowerable=lambda op: _ranked(*op.inputs),
+         shape_only=builtins.range(1 << 16),
          ref=lambda op, *xs: tuple(np.array(np.shape(x), op.attrs["out_type"].as_numpy_dtype)
                                    for x in xs),
          differentiable=False, kind="shape",
          examples=[Example(build=lambda x, y: shape_n([x, y])[1], inputs=[(2,), (4, 1)],
                            expect=lambda x, y: np.array([4, 1]))])
 register("Size", infer=lambda op: [(op.attrs["out_type"], TensorShape([]))],
+         lower=_lower_size_rank, lowerable=lambda op: _ranked(*op.inputs), shape_only=(0,),
          ref=lambda op, x: np.array(np.size(x), op.attrs["out_type"].as_numpy_dtype),
          differentiable=False, kind="shape",
          examples=[Example(build=lambda x: size(x), inputs=[(2, 3)], expect=lambda x: 6)])
 register("Rank", infer=lambda op: [(_dtypes.int32, TensorShape([]))],
+         lower=_lower_size_rank, lowerable=lambda op: _ranked(*op.inputs), shape_only=(0,),
          ref=lambda op, x: np.array(np.ndim(x), np.int32),
          differentiable=False, kind="shape",
          examples=[Example(build=lambda x: rank(x), inputs=[(2, 3, 1)], expect=lambda x: 3)])
@@ -799,7 +920,87 @@ def _reshape_like(g: Tensor, x: Tensor) -> Tensor:
     return reshape(g, shape(x))
 
 
+def _lower_view(low, op, pos: int) -> None:
+    """Reshape, ExpandDims, Squeeze: the stored input with other dims (`ir.View`)."""
+    src = low.value(op.inputs[0], pos)
+    if src.rank == 0:
+        raise Unsupported("view of a scalar")
+    if src.kind == "var":
+        c = low.buf(src.dtype, src.ones, src.dims)
+        low.emit(CopyVar(c, src, pos))
+        src = c
+    r = src.rank
+    if op.type == "ExpandDims":
+        a = op.attrs["axis"]
+        a = a if a >= 0 else a + r + 1
+        ones = src.ones[:a] + (True,) + src.ones[a:]
+        dims = src.dims[:a] + (1,) + src.dims[a:]
+    elif op.type == "Squeeze":
+        axes = op.attrs["squeeze_dims"]
+        if not axes:
+            axes = [k for k in builtins.range(r) if src.ones[k]]
+        axes = {a % r for a in axes}
+        if any(not src.ones[a] for a in axes):
+            raise Unsupported("squeeze of a dimension that is not 1")
+        ones = tuple(o for k, o in enumerate(src.ones) if k not in axes)
+        dims = tuple(d for k, d in enumerate(src.dims) if k not in axes)
+    elif len(op.inputs) == 2:
+        inf = low.shape_info(op.inputs[1])
+        if inf is None:
+            raise Unsupported("reshape to a computed shape")
+        dims, ones = inf.dims, inf.ones
+        if dims != src.dims:
+            low.checks.append(Check(("prod", src.dims), ("prod", dims), pos,
+                                    "Input to reshape has the wrong number of values"))
+    else:
+        want = [int(d) for d in op.attrs["shape"]]
+        known = 1
+        for d in want:
+            if d != -1:
+                known *= d
+        if want.count(-1) > 1 or known == 0 and -1 in want:
+            raise Unsupported("reshape target")
+        if -1 in want:
+            low.checks.append(Check(("mod", src.dims, known), ("const", 0), pos,
+                                    "Input to reshape has a size that does not divide"))
+            static = op.outputs[0].shape.as_tuple() or (None,) * len(want)
+            # a -1 that static shapes already know to be 1 is a unit dim of the class
+            if any(d == -1 and static[k] == 1 for k, d in enumerate(want)):
+                want = [1 if d == -1 else d for d in want]
+                low.checks.append(Check(("prod", src.dims), ("const", known), pos,
+                                        "Input to reshape has the wrong number of values"))
+            dims = tuple(("div", src.dims, known) if d == -1 else (1 if d == 1 else
+                                                                   ("const", d))
+                         for d in want)
+        else:
+            low.checks.append(Check(("prod", src.dims), ("const", known), pos,
+                                    "Input to reshape has the wrong number of values"))
+            dims = tuple(1 if d == 1 else ("const", d) for d in want)
+        ones = tuple(d == 1 for d in want)
+    out = op.outputs[0]
+    if low.is_fed(out):
+        return
+    v = low.buf(src.dtype, ones, dims)
+    v.view = True
+    low.emit(View(v, src, pos))
+    low.set(out, v)
+
+
+def _view_lowerable(op) -> bool:
+    r = op.inputs[0].shape.ndims
+    ro = op.outputs[0].shape.ndims
+    if r is None or ro is None or r == 0 or ro == 0:
+        return False
+    if op.type == "Reshape":
+        if len(op.inputs) == 2:
+            return op.inputs[1].op.type == "Shape" and _lower.supported(op.inputs[1].op)
+        return op.attrs.get("shape") is not None
+    return len(op.inputs) == 1
+
+
 register("Reshape", infer=_reshape_infer, ref=_reshape_ref,
+         lower=_lower_view, lowerable=_view_lowerable, shape_only=(1,),
+         inline=builtins.range(1, 1 << 16),
          grad=lambda op, g: [_reshape_like(g, op.inputs[0])] + [None] * (len(op.inputs) - 1),
          kind="shape",
          examples=[Example(build=lambda x: reshape(x, [3, -1]), inputs=[(2, 3)],
@@ -853,7 +1054,32 @@ def _transpose_grad(op, g):
     return [transpose(g, inv)]
 
 
+def _lower_transpose(low, op, pos: int) -> None:
+    """A load of the stored input with permuted loop axes (`Load.axes`), inlined."""
+    src = low.value(op.inputs[0], pos)
+    r = src.rank
+    perm = op.attrs.get("perm")
+    perm = tuple(builtins.range(r - 1, -1, -1)) if perm is None else tuple(int(p) % r for p in perm)
+    inv = [0] * r
+    for j, p in enumerate(perm):
+        inv[p] = j
+    ones = tuple(src.ones[p] for p in perm)
+    dims = tuple(src.dims[p] for p in perm)
+    out = op.outputs[0]
+    if low.is_fed(out):
+        return
+    low.place(out, Pending(Load(src, tuple(inv)), src.dtype, ones, dims, low.reads_of(src),
+                           pos), pos)
+
+
+def _transpose_lowerable(op) -> bool:
+    r = op.inputs[0].shape.ndims
+    ro = op.outputs[0].shape.ndims
+    return r is not None and ro is not None and r != 0 and ro != 0 and len(op.inputs) == 1
+
+
 register("Transpose", infer=_transpose_infer,
+         lower=_lower_transpose, lowerable=_transpose_lowerable,
          ref=lambda op, x: np.transpose(x, _perm_of(op, np.ndim(x))),
          grad=_transpose_grad, kind="other",
          examples=[Example(build=lambda x: transpose(x), inputs=[(2, 3, 4)],
@@ -890,6 +1116,7 @@ def _expand_infer(op):
 
 
 register("ExpandDims", infer=_expand_infer,
+         lower=_lower_view, lowerable=_view_lowerable, inline=builtins.range(1, 1 << 16),
          ref=lambda op, x: np.expand_dims(x, op.attrs["axis"]),
          grad=lambda op, g: [_reshape_like(g, op.inputs[0])], kind="shape",
          examples=[Example(build=lambda x: expand_dims(x, -1), inputs=[(2, 3)],
@@ -955,6 +1182,7 @@ def _squeeze_ref(op, x):
 
 
 register("Squeeze", infer=_squeeze_infer, ref=_squeeze_ref,
+         lower=_lower_view, lowerable=_view_lowerable, inline=builtins.range(1, 1 << 16),
          grad=lambda op, g: [_reshape_like(g, op.inputs[0])], kind="shape",
          examples=[Example(build=lambda x: squeeze(x), inputs=[(1, 3, 1)],
                            expect=lambda x: x.reshape(3)),
@@ -1026,7 +1254,172 @@ def _concat_ref(op, *xs):
         raise _err(f"ConcatOp : {e}", op) from None
 
 
+def _join(low, op, pos: int, axis: int, new_axis: bool) -> None:
+    """ConcatV2 (new_axis False) and Pack (True): one region store per input."""
+    out = op.outputs[0]
+    if low.is_fed(out):
+        return
+    parts = [low.expr(t) for t in op.inputs]
+    r0 = len(parts[0][2])
+    r = r0 + 1 if new_axis else r0
+    a = axis % r
+    dtype = out.dtype.name
+    ones, dims = list(parts[0][2]), list(parts[0][3])
+    for p in parts[1:]:
+        if len(p[2]) != r0:
+            raise Unsupported("join of different ranks")
+        for k in builtins.range(r0):
+            if k == a and not new_axis:
+                continue
+            if p[3][k] != dims[k]:
+                low.checks.append(Check(dims[k], p[3][k], pos, "Dimensions of inputs should "
+                                        "match"))
+    offsets = []
+    if new_axis:
+        offsets = [("const", i) for i in builtins.range(len(parts))]
+        ones.insert(a, len(parts) == 1)
+        dims.insert(a, const_dim(len(parts)))
+    else:
+        total = ("const", 0)
+        for p in parts:
+            offsets.append(total)
+            total = add_dims(total, p[3][a])
+        ones[a] = total == 1
+        dims[a] = total
+    v = low.buf(dtype, *low.refine(out, tuple(ones), tuple(dims)))
+    low.emit(Alloc(v, None, pos))
+    for p, off in zip(parts, offsets):
+        items = []
+        for k in builtins.range(r):
+            if new_axis and k == a:
+                items.append(("fixed", off))
+                continue
+            kp = k - 1 if new_axis and k > a else k
+            start = off if (k == a and not new_axis) else ("const", 0)
+            if p[2][kp]:
+                items.append(("fixed", start))
+            else:
+                items.append(("lin", start, 1, kp))
+        low.emit(Region(v, p[0], p[3], p[2], tuple(items), "set", pos))
+    low.set(out, v)
+
+
+def _lower_concat(low, op, pos: int) -> None:
+    _join(low, op, pos, op.attrs["axis"], False)
+
+
+def _lower_pack(low, op, pos: int) -> None:
+    _join(low, op, pos, op.attrs["axis"], True)
+
+
+def _lower_unpack(low, op, pos: int) -> None:
+    src = low.stored(op.inputs[0], pos)
+    r = src.rank
+    a = op.attrs["axis"] % r
+    num = int(op.attrs["num"])
+    low.check_equal(src.dims[a], const_dim(num), pos, "Input shape axis must equal num")
+    ones = src.ones[:a] + src.ones[a + 1:]
+    dims = src.dims[:a] + src.dims[a + 1:]
+    for j, out in enumerate(op.outputs):
+        if low.is_fed(out):
+            continue
+        items = []
+        for k in builtins.range(r):
+            if k == a:
+                items.append(("fixed", ("const", j if not src.ones[a] else 0)))
+            elif src.ones[k]:
+                items.append(("fixed", ("const", 0)))
+            else:
+                items.append(("lin", ("const", 0), 1, k if k < a else k - 1))
+        o1, d1 = low.refine(out, ones, dims)
+        low.place(out, Pending(Take(src, tuple(items)), src.dtype, o1, d1, low.reads_of(src), pos),
+                   pos)
+
+
+def _lower_split(low, op, pos: int) -> None:
+    src = low.stored(op.inputs[0], pos)
+    r = src.rank
+    a = op.attrs["axis"] % r
+    d = src.dims[a]
+    sizes = list(op.attrs["sizes"])
+    what = "Determined shape must match input shape along split_dim"
+    if op.attrs["even"]:
+        n = len(sizes)
+        if is_static(d):
+            if static_size(d) % n:
+                low.checks.append(Check(1, ("const", 0), pos, what))
+            sizes = [const_dim(static_size(d) // n) if static_size(d) // n else ("const", 0)] * n
+        else:
+            low.checks.append(Check(("mod", (d,), n), ("const", 0), pos, what))
+            sizes = [("div", (d,), n) if n > 1 else d] * n
+    else:
+        known = sum(s for s in sizes if s != -1)
+        if -1 in sizes:
+            rest = (const_dim(static_size(d) - known) if is_static(d) and static_size(d) - known > 0
+                    else ("arith", "-", d, ("const", known)))
+            low.check_in_range(("const", 0), ("const", known), ("arith", "+", d, ("const", 1)),
+                      pos, what)
+        else:
+            rest = None
+            low.check_equal(d, const_dim(known), pos, what)
+        sizes = [rest if s == -1 else (const_dim(s) if s else ("const", 0)) for s in sizes]
+    start = ("const", 0)
+    for out, s in zip(op.outputs, sizes):
+        if not low.is_fed(out):
+            items = []
+            for k in builtins.range(r):
+                if src.ones[k]:
+                    items.append(("fixed", ("const", 0)))
+                else:
+                    items.append(("lin", start if k == a else ("const", 0), 1, k))
+            ones = tuple(s == 1 if k == a else src.ones[k] for k in builtins.range(r))
+            dims = tuple(s if k == a else src.dims[k] for k in builtins.range(r))
+            ones, dims = low.refine(out, ones, dims)
+            low.place(out, Pending(Take(src, tuple(items)), src.dtype, ones, dims,
+                                    low.reads_of(src), pos), pos)
+        start = add_dims(start, s)
+
+
+def _lower_concat_grad_slice(low, op, pos: int) -> None:
+    out = op.outputs[0]
+    if low.is_fed(out):
+        return
+    src = low.stored(op.inputs[0], pos)
+    r = src.rank
+    a = op.attrs["axis"] % r
+    i = op.attrs["index"]
+    shapes = [low.expr(t, shape_only=True) for t in op.inputs[1:]]
+    start = ("const", 0)
+    for p in shapes[:i]:
+        start = add_dims(start, p[3][a])
+    _, _, ones, dims, _ = shapes[i]
+    total = start
+    for p in shapes[i:]:
+        total = add_dims(total, p[3][a])
+    low.check_equal(src.dims[a], total, pos, "Incompatible shapes")
+    ones, dims = low.refine(out, ones, dims)
+    items = []
+    for k in builtins.range(r):
+        if src.ones[k]:
+            items.append(("fixed", ("const", 0)))
+        else:
+            items.append(("lin", start if k == a else ("const", 0), 1, k))
+    low.place(out, Pending(Take(src, tuple(items)), src.dtype, ones, dims, low.reads_of(src), pos),
+               pos)
+
+
+def _sup_join(op) -> bool:
+    return _ranked(*op.inputs) and len(op.inputs) > 0 and (
+        op.type == "Pack" or op.inputs[0].shape.ndims > 0)
+
+
+def _sup_unary(op) -> bool:
+    return len(op.inputs) == 1 and _ranked(op.inputs[0]) and op.inputs[0].shape.ndims > 0
+
+
 register("ConcatGradSlice",
+         lower=_lower_concat_grad_slice, lowerable=lambda op: _ranked(*op.inputs),
+         shape_only=builtins.range(1, 1 << 16),
          infer=lambda op: [(op.inputs[0].dtype, op.inputs[1 + op.attrs["index"]].shape)],
          ref=lambda op, g, *xs: _concat_grad_slice(op, g, xs),
          grad=lambda op, g: [None] * len(op.inputs), differentiable=False, kind="other",
@@ -1053,6 +1446,7 @@ def _concat_grad(op, g):
 
 
 register("ConcatV2", infer=_concat_infer, ref=_concat_ref, grad=_concat_grad, kind="other",
+         lower=_lower_concat, lowerable=_sup_join, inline=True,
          examples=[Example(build=lambda x, y: concat([x, y], 1), inputs=[(2, 3), (2, 1)],
                            expect=lambda x, y: np.concatenate([x, y], 1)),
                    Example(build=lambda x, y: concat([x, y, x], -1), inputs=[(2,), (1,)],
@@ -1103,6 +1497,7 @@ def _pack_infer(op):
 
 
 register("Pack", infer=_pack_infer,
+         lower=_lower_pack, lowerable=_sup_join, inline=True,
          ref=lambda op, *xs: np.stack(xs, axis=op.attrs["axis"]),
          grad=lambda op, g: unstack(g, num=len(op.inputs), axis=op.attrs["axis"]),
          kind="other",
@@ -1152,6 +1547,7 @@ def _fill_missing(grads, outputs):
 
 
 register("Unpack", infer=_unpack_infer, ref=_unpack_ref,
+         lower=_lower_unpack, lowerable=_sup_unary,
          grad=lambda op, *gs: [stack(_fill_missing(gs, op.outputs), axis=op.attrs["axis"])],
          kind="other",
          examples=[Example(build=lambda x: unstack(x)[1], inputs=[(3, 2)],
@@ -1246,6 +1642,7 @@ def _split_ref(op, x):
 
 
 register("Split", infer=_split_infer, ref=_split_ref,
+         lower=_lower_split, lowerable=_sup_unary,
          grad=lambda op, *gs: [concat(_fill_missing(gs, op.outputs), op.attrs["axis"])],
          kind="other",
          examples=[Example(build=lambda x: split(x, 3, axis=1)[2], inputs=[(2, 6)],
@@ -1336,7 +1733,169 @@ def _slice_grad_ref(op, g, x, *dyn):
     return out
 
 
+def _slice_start_len(d: int, b: int, e: int, s: int, bm: bool, em: bool) -> tuple:
+    """Python's slice semantics for one axis of size d: (start, length)."""
+    start, stop, step = builtins.slice(None if bm else b, None if em else e, s).indices(d)
+    return start, len(builtins.range(start, stop, step))
+
+
+def _entries_of(op, rank: int) -> list:
+    """StridedSlice/Slice as per-axis entries: ("new",), ("all",), ("int", b) or
+    ("slice", b, e, s, begin-masked, end-masked)."""
+    if op.type in ("Slice", "SliceGrad"):
+        out = []
+        for b, s in zip(op.attrs["begin"], op.attrs["size"]):
+            out.append(("slice1", int(b), int(s)))
+        return out
+    a = op.attrs
+    entries = _strided_spec(a["begin"], a["end"], a["strides"], _ss_masks(op), rank)
+    out = []
+    for e in entries:
+        if e[0] == "slice":
+            out.append(("slice", 0 if e[1] is None else int(e[1]),
+                        0 if e[2] is None else int(e[2]), int(e[3]), e[1] is None,
+                        e[2] is None))
+        else:
+            out.append(e)
+    return out
+
+
+def _slice_axes(low, entries, src_ones, src_dims, pos: int, what: str) -> tuple:
+    """(out ones, out dims, per-src-axis (kind, start/pos, stride, out axis)) of a slice."""
+    ones, dims, axes = [], [], []
+    di = 0
+    for e in entries:
+        if e[0] == "new":
+            ones.append(True)
+            dims.append(1)
+            continue
+        d = src_dims[di]
+        k = len(dims)
+        if e[0] == "all":
+            ones.append(src_ones[di])
+            dims.append(d)
+            axes.append(("lin", ("const", 0), 1, k))
+        elif e[0] == "int":
+            b = e[1]
+            if is_static(d):
+                n = static_size(d)
+                if not -n <= b < n:
+                    low.checks.append(Check(1, ("const", 0), pos, what))
+                axes.append(("fixed", ("const", b % n if n else 0)))
+            else:
+                x = ("const", b) if b >= 0 else ("arith", "+", ("const", b), d)
+                low.check_in_range(("const", 0), x, d, pos, what)
+                axes.append(("fixed", ("sidx", d, b)))
+        elif e[0] == "slice1":  # Slice: begin in [0, d], begin + size <= d
+            b, s = e[1], e[2]
+            if is_static(d):
+                n = static_size(d)
+                ln = n - b if s == -1 else s
+                if not (0 <= b <= n and 0 <= ln and b + ln <= n):
+                    low.checks.append(Check(1, ("const", 0), pos, what))
+                    ln = max(ln, 0)
+                size = const_dim(ln) if ln != 0 else ("const", 0)
+            else:
+                low.check_in_range(("const", 0), ("const", b), ("arith", "+", d, ("const", 1)),
+                          pos, what)
+                if s == -1:
+                    size = ("arith", "-", d, ("const", b))
+                else:
+                    low.check_in_range(("const", 0), ("const", b + s),
+                              ("arith", "+", d, ("const", 1)), pos, what)
+                    size = const_dim(s) if s != 0 else ("const", 0)
+            ones.append(size == 1)
+            dims.append(size)
+            axes.append(("lin", ("const", b), 1, k))
+        else:
+            _, b, en, s, bm, em = e
+            if bm and em and s == 1:  # the whole axis
+                ones.append(src_ones[di])
+                dims.append(d)
+                axes.append(("lin", ("const", 0), 1, k))
+            elif is_static(d):
+                start, ln = _slice_start_len(static_size(d), b, en, s, bm, em)
+                st = ("const", start)
+                size = const_dim(ln) if ln != 0 else ("const", 0)
+            else:
+                st = ("sstart", d, b, en, s, bm, em)
+                size = ("slen", d, b, en, s, bm, em)
+            if not (bm and em and s == 1):
+                ones.append(size == 1)
+                dims.append(size)
+                axes.append(("lin", st, s, k))
+        di += 1
+    return tuple(ones), tuple(dims), axes
+
+
+def _lower_slice(low, op, pos: int) -> None:
+    out = op.outputs[0]
+    if low.is_fed(out):
+        return
+    src = low.stored(op.inputs[0], pos)
+    entries = _entries_of(op, src.rank)
+    ones, dims, axes = _slice_axes(low, entries, src.ones, src.dims, pos,
+                                   "slice index out of bounds")
+    items = []
+    for (kind, a, *rest), one in zip(axes, src.ones):
+        if one:
+            items.append(("fixed", ("const", 0)))
+        else:
+            items.append((kind, a, *rest))
+    expr = Take(src, tuple(items))
+    ones, dims = low.refine(out, ones, dims)
+    low.place(out, Pending(expr, src.dtype, ones, dims, low.reads_of(src), pos), pos)
+
+
+def _lower_slice_grad(low, op, pos: int) -> None:
+    out = op.outputs[0]
+    if low.is_fed(out):
+        return
+    g_expr, dtype, g_ones, g_dims, _ = low.expr(op.inputs[0])
+    _, _, x_ones, x_dims, _ = low.expr(op.inputs[1], shape_only=True)
+    entries = _entries_of(op, len(x_ones))
+    ones, dims, axes = _slice_axes(low, entries, x_ones, x_dims, pos,
+                                   "slice index out of bounds")
+    if len(ones) != len(g_ones):
+        raise Unsupported("slice gradient rank")
+    for a, b, oa, ob in zip(g_dims, dims, g_ones, ones):
+        if not (oa and ob):
+            low.check_equal(a, b, pos, "Incompatible shapes")
+    v = low.buf(dtype, x_ones, x_dims)
+    low.emit(Alloc(v, Lit(0, dtype), pos))
+    items = []
+    for (kind, a, *rest), one in zip(axes, x_ones):
+        items.append(("fixed", ("const", 0)) if one and kind == "lin" else (kind, a, *rest))
+    low.emit(Region(v, g_expr, g_dims, g_ones, tuple(items), "set", pos))
+    low.set(out, v)
+
+
+def _static_slice(op) -> bool:
+    if op.type in ("Slice", "SliceGrad"):
+        n = 2 if op.type == "Slice" else 3
+        return (len(op.inputs) == n - 1 and op.attrs.get("begin") is not None
+                and op.attrs.get("size") is not None)
+    n = 1 if op.type == "StridedSlice" else 2
+    if len(op.inputs) != n or any(op.attrs.get(k) is None for k in ("begin", "end", "strides")):
+        return False
+    try:
+        _entries_of(op, op.inputs[n - 1].shape.ndims)
+    except ValueError:
+        return False
+    return True
+
+
+def _sup_slice(op) -> bool:
+    x = op.inputs[0]
+    return _ranked(x) and x.shape.ndims > 0 and _static_slice(op)
+
+
+def _sup_slice_grad(op) -> bool:
+    return _ranked(*op.inputs[:2]) and op.inputs[1].shape.ndims > 0 and _static_slice(op)
+
+
 register("SliceGrad", infer=lambda op: [(op.inputs[0].dtype, op.inputs[1].shape)],
+         lower=_lower_slice_grad, lowerable=_sup_slice_grad, shape_only=(1,), inline=(0,),
          ref=_slice_grad_ref,
          grad=lambda op, g: [_slice_like(op, g)] + [None] * (len(op.inputs) - 1),
          kind="other", doc="Scatter a Slice gradient into zeros shaped like input 1.")
@@ -1363,6 +1922,7 @@ _slice_grad = _slice_grad_rule("SliceGrad")
 
 
 register("Slice", infer=_slice_infer, ref=_slice_ref, grad=_slice_grad, kind="other",
+         lower=_lower_slice, lowerable=_sup_slice,
          examples=[Example(build=lambda x: slice(x, [1, 0], [1, -1]), inputs=[(3, 4)],
                            expect=lambda x: x[1:2, :]),
                    Example(build=lambda x: slice(x, [0, 1, 1], [2, 1, 2]), inputs=[(2, 3, 3)],
@@ -1520,6 +2080,7 @@ def _ss_like(op, g):
 
 
 register("StridedSliceGrad", infer=lambda op: [(op.inputs[0].dtype, op.inputs[1].shape)],
+         lower=_lower_slice_grad, lowerable=_sup_slice_grad, shape_only=(1,), inline=(0,),
          ref=_ss_grad_ref,
          grad=lambda op, g: [_ss_like(op, g)] + [None] * (len(op.inputs) - 1),
          kind="other", doc="Scatter a StridedSlice gradient into zeros shaped like input 1.")
@@ -1529,6 +2090,7 @@ _ss_grad = _slice_grad_rule("StridedSliceGrad")
 
 
 register("StridedSlice", infer=_ss_infer, ref=_ss_ref, grad=_ss_grad, kind="other",
+         lower=_lower_slice, lowerable=_sup_slice,
          examples=[Example(build=lambda x: x[1:, ::-2], inputs=[(3, 5)],
                            expect=lambda x: x[1:, ::-2]),
                    Example(build=lambda x: x[..., 1, None], inputs=[(2, 3, 4)],
@@ -1683,7 +2245,97 @@ def _gather_grad_ref(op, g, indices, params):
     return out
 
 
+def _indices(low, t, pos: int):
+    """The indices of a gather: a Value, or a Python int for a scalar constant."""
+    lit = low.literal(t)
+    if lit is not None:
+        return int(lit.value)
+    v = low.value(t, pos)
+    if not isinstance(v, Value):
+        raise Unsupported("gather indices")
+    return v
+
+
+def _lower_gather(low, op, pos: int) -> None:
+    out = op.outputs[0]
+    if low.is_fed(out):
+        return
+    params = low.stored(op.inputs[0], pos)
+    r = params.rank
+    a = op.attrs["axis"] % r
+    idx = _indices(low, op.inputs[1], pos)
+    what = "indices is not in [0, dim)"
+    d = params.dims[a]
+    if isinstance(idx, int):
+        low.check_in_range(("const", 0), ("const", idx), d, pos, what)
+        n_i, i_ones, i_dims = 0, (), ()
+        ax_item = ("fixed", ("const", idx))
+    else:
+        low.range_check(idx, d, pos, what)
+        n_i, i_ones, i_dims = idx.rank, idx.ones, idx.dims
+        ax_item = ("take", idx, tuple(builtins.range(a, a + n_i)))
+    ones = params.ones[:a] + i_ones + params.ones[a + 1:]
+    dims = params.dims[:a] + i_dims + params.dims[a + 1:]
+    items = []
+    for k in builtins.range(r):
+        if k == a:
+            items.append(ax_item)
+        elif params.ones[k]:
+            items.append(("fixed", ("const", 0)))
+        else:
+            items.append(("lin", ("const", 0), 1, k if k < a else k + n_i - 1))
+    reads = low.reads_of(params) | low.reads_of(idx)
+    ones, dims = low.refine(out, ones, dims)
+    low.place(out, Pending(Take(params, tuple(items)), params.dtype, ones, dims, reads, pos),
+               pos)
+
+
+def _lower_gather_grad(low, op, pos: int) -> None:
+    out = op.outputs[0]
+    if low.is_fed(out):
+        return
+    g_expr, dtype, g_ones, g_dims, _ = low.expr(op.inputs[0])
+    _, _, p_ones, p_dims, _ = low.expr(op.inputs[2], shape_only=True)
+    r = len(p_ones)
+    a = op.attrs["axis"] % r
+    idx = _indices(low, op.inputs[1], pos)
+    what = "indices is not in [0, dim)"
+    if isinstance(idx, int):
+        low.check_in_range(("const", 0), ("const", idx), p_dims[a], pos, what)
+        n_i, ax_item = 0, ("fixed", ("const", idx))
+    else:
+        low.range_check(idx, p_dims[a], pos, what)
+        n_i = idx.rank
+        ax_item = ("take", idx, tuple(builtins.range(a, a + n_i)))
+    if len(g_ones) != r - 1 + n_i:
+        raise Unsupported("gather gradient rank")
+    v = low.buf(dtype, p_ones, p_dims)
+    low.emit(Alloc(v, Lit(0, dtype), pos))
+    items = []
+    for k in builtins.range(r):
+        if k == a:
+            items.append(ax_item)
+        elif p_ones[k]:
+            items.append(("fixed", ("const", 0)))
+        else:
+            kg = k if k < a else k + n_i - 1
+            low.check_equal(g_dims[kg], p_dims[k], pos, "Incompatible shapes")
+            items.append(("lin", ("const", 0), 1, kg))
+    low.emit(Region(v, g_expr, g_dims, g_ones, tuple(items), "add", pos))
+    low.set(out, v)
+
+
+def _sup_gather(op) -> bool:
+    p, i = op.inputs[:2]
+    return len(op.inputs) == 2 and _ranked(p, i) and p.shape.ndims > 0
+
+
+def _sup_gather_grad(op) -> bool:
+    return _ranked(*op.inputs) and op.inputs[2].shape.ndims > 0
+
+
 register("GatherGrad", infer=lambda op: [(op.inputs[0].dtype, op.inputs[2].shape)],
+         lower=_lower_gather_grad, lowerable=_sup_gather_grad, shape_only=(2,), inline=(0,),
          ref=_gather_grad_ref,
          grad=lambda op, g: [gather(g, op.inputs[1], axis=op.attrs["axis"]), None, None],
          kind="other",
@@ -1697,6 +2349,7 @@ def _gather_grad(op, g):
 
 
 register("GatherV2", infer=_gather_infer, ref=_gather_ref, grad=_gather_grad, kind="other",
+         lower=_lower_gather, lowerable=_sup_gather,
          examples=[Example(build=lambda p, i: gather(p, i), inputs=[(4, 3), (5,)],
                            dtypes=(("float32", "int32"), ("float64", "int64")),
                            domain="index", index_max=4, expect=lambda p, i: p[i]),
@@ -1818,7 +2471,47 @@ def _tile_grad_ref(op, g, x):
                                                                               2)))
 
 
+def _tile_dim(one: bool, d, m: int) -> tuple:
+    if m == 1:
+        return one, d
+    if m == 0:
+        return False, ("const", 0)
+    return False, (("const", m) if one else ("arith", "*", d, ("const", m)))
+
+
+def _lower_tile(low, op, pos: int) -> None:
+    out = op.outputs[0]
+    if low.is_fed(out):
+        return
+    src = low.stored(op.inputs[0], pos)
+    mult = [int(m) for m in op.attrs["multiples"]]
+    shaped = [_tile_dim(o, d, m) for o, d, m in zip(src.ones, src.dims, mult)]
+    ones, dims = low.refine(out, tuple(o for o, _ in shaped), tuple(d for _, d in shaped))
+    items = tuple(("fixed", ("const", 0)) if one else
+                  (("lin", ("const", 0), 1, k) if m == 1 else ("mod", k, d))
+                  for k, (one, d, m) in enumerate(zip(src.ones, src.dims, mult)))
+    low.place(out, Pending(Take(src, items), src.dtype, ones, dims, low.reads_of(src), pos), pos)
+
+
+def _lower_tile_grad(low, op, pos: int) -> None:
+    out = op.outputs[0]
+    if low.is_fed(out):
+        return
+    g_expr, dtype, g_ones, g_dims, _ = low.expr(op.inputs[0])
+    _, _, x_ones, x_dims, _ = low.expr(op.inputs[1], shape_only=True)
+    if len(g_ones) != len(x_ones):
+        raise Unsupported("tile gradient rank")
+    v = low.buf(dtype, x_ones, x_dims)
+    low.emit(Alloc(v, Lit(0, dtype), pos))
+    items = tuple(("fixed", ("const", 0)) if one else ("mod", k, d)
+                  for k, (one, d) in enumerate(zip(x_ones, x_dims)))
+    low.emit(Region(v, g_expr, g_dims, g_ones, items, "add", pos))
+    low.set(out, v)
+
+
 register("TileGrad", infer=lambda op: [(op.inputs[0].dtype, op.inputs[1].shape)],
+         lower=_lower_tile_grad, shape_only=(1,), inline=(0,),
+         lowerable=lambda op: _ranked(*op.inputs) and op.inputs[1].shape.ndims > 0,
          ref=_tile_grad_ref,
          grad=lambda op, g: [_tile_like(g, op.inputs[0], op.inputs[1]), None], kind="other",
          doc="Sum a Tile gradient over the copies, back to the shape of input 1.")
@@ -1838,6 +2531,7 @@ register("TileMultiples", infer=lambda op: [(op.inputs[0].dtype, op.inputs[0].sh
 
 
 register("Tile", infer=_tile_infer, ref=_tile_ref,
+         lower=_lower_tile, lowerable=lambda op: len(op.inputs) == 1 and _sup_unary(op),
          grad=lambda op, g: [make_op("TileGrad", [g, op.inputs[0]]).outputs[0]]
          + [None] * (len(op.inputs) - 1),
          kind="other",
@@ -1907,7 +2601,47 @@ def _pad_grad_ref(op, g, x):
     return np.array(out)
 
 
+def _lower_pad(low, op, pos: int) -> None:
+    out = op.outputs[0]
+    if low.is_fed(out):
+        return
+    x_expr, dtype, x_ones, x_dims, _ = low.expr(op.inputs[0])
+    c_expr, _, c_ones, _, _ = low.expr(op.inputs[1])
+    if c_ones:
+        raise Unsupported("pad value is not a scalar")
+    pads = op.attrs["paddings"]
+    ones, dims, items = [], [], []
+    for k, (one, d, (lo, hi)) in enumerate(zip(x_ones, x_dims, pads)):
+        n = add_dims(add_dims(d, const_dim(lo) if lo else ("const", 0)),
+                     const_dim(hi) if hi else ("const", 0))
+        ones.append(n == 1)
+        dims.append(n)
+        items.append(("fixed", const_dim(lo) if lo else ("const", 0)) if one
+                     else ("lin", ("const", lo), 1, k))
+    ones, dims = low.refine(out, tuple(ones), tuple(dims))
+    v = low.buf(dtype, ones, dims)
+    low.emit(Alloc(v, c_expr, pos))
+    low.emit(Region(v, x_expr, x_dims, x_ones, tuple(items), "set", pos))
+    low.set(out, v)
+
+
+def _lower_pad_grad(low, op, pos: int) -> None:
+    out = op.outputs[0]
+    if low.is_fed(out):
+        return
+    src = low.stored(op.inputs[0], pos)
+    _, _, ones, dims, _ = low.expr(op.inputs[1], shape_only=True)
+    items = []
+    for k, (one, (lo, _hi)) in enumerate(zip(src.ones, op.attrs["paddings"])):
+        items.append(("fixed", ("const", 0)) if one else ("lin", ("const", lo), 1, k))
+    low.place(out, Pending(Take(src, tuple(items)), src.dtype, ones, dims, low.reads_of(src), pos),
+               pos)
+
+
 register("PadGrad", infer=lambda op: [(op.inputs[0].dtype, op.inputs[1].shape)],
+         lower=_lower_pad_grad, shape_only=(1,),
+         lowerable=lambda op: op.attrs["mode"] == "CONSTANT" and _ranked(*op.inputs)
+         and op.inputs[1].shape.ndims > 0,
          ref=_pad_grad_ref,
          grad=lambda op, g: [make_op("PadV2", [g, zeros([], g.dtype)], dict(op.attrs))
                              .outputs[0], None],
@@ -1936,6 +2670,9 @@ register("PadBorderSum", infer=lambda op: [(op.inputs[0].dtype, TensorShape([]))
 
 
 register("PadV2", infer=_pad_infer, ref=_pad_ref, grad=_pad_grad, kind="other",
+         lower=_lower_pad, inline=True,
+         lowerable=lambda op: op.attrs["mode"] == "CONSTANT" and _ranked(op.inputs[0])
+         and op.inputs[0].shape.ndims > 0,
          examples=[Example(build=lambda x: pad(x, [[1, 0], [2, 1]]), inputs=[(2, 3)],
                            expect=lambda x: np.pad(x, [[1, 0], [2, 1]])),
                    Example(build=lambda x: pad(x, [[1, 2]], constant_values=3), inputs=[(3,)],
@@ -1979,7 +2716,28 @@ def _same_shape_axes_infer(op):
     return [(x.dtype, x.shape)]
 
 
+def _lower_reverse(low, op, pos: int) -> None:
+    out = op.outputs[0]
+    if low.is_fed(out):
+        return
+    src = low.stored(op.inputs[0], pos)
+    rev = {a % src.rank for a in op.attrs["axis"]}
+    items = []
+    for k, (one, d) in enumerate(zip(src.ones, src.dims)):
+        if one:
+            items.append(("fixed", ("const", 0)))
+        elif k in rev:
+            last = (const_dim(static_size(d) - 1) if is_static(d)
+                    else ("arith", "-", d, ("const", 1)))
+            items.append(("lin", last, -1, k))
+        else:
+            items.append(("lin", ("const", 0), 1, k))
+    low.place(out, Pending(Take(src, tuple(items)), src.dtype, src.ones, src.dims,
+                            low.reads_of(src), pos), pos)
+
+
 register("ReverseV2", infer=_same_shape_axes_infer,
+         lower=_lower_reverse, lowerable=_sup_unary,
          ref=lambda op, x: np.array(np.flip(x, axis=op.attrs["axis"])),
          grad=lambda op, g: [reverse(g, op.attrs["axis"])], kind="other",
          examples=[Example(build=lambda x: reverse(x, [1]), inputs=[(2, 3)],
@@ -2025,9 +2783,21 @@ def _broadcast_to_ref(op, x, *dyn):
         raise _err(f"Incompatible shapes: {list(np.shape(x))} vs. {list(target)}", op) from None
 
 
+def _lower_broadcast_to(low, op, pos: int) -> None:
+    """An elementwise identity broadcast to the static target shape."""
+    target = op.attrs.get("shape")
+    if len(op.inputs) != 1 or target is None or any(
+            not isinstance(d, (int, np.integer)) or d < 0 for d in target):
+        raise Unsupported("BroadcastTo with a computed shape")
+    ones = tuple(int(d) == 1 for d in target)
+    dims = tuple(1 if int(d) == 1 else ("const", int(d)) for d in target)
+    low.elementwise(op, pos, target=(ones, dims))
+
+
 register("BroadcastTo", infer=_broadcast_to_infer, ref=_broadcast_to_ref,
+         lower=_lower_broadcast_to, inline=True,
          grad=lambda op, g: [_unbroadcast(g, op.inputs[0])] + [None] * (len(op.inputs) - 1),
-         kind="elementwise", template="{0}",
+         kind="elementwise",
          examples=[Example(build=lambda x: broadcast_to(x, [2, 3, 4]), inputs=[(3, 1)],
                            expect=lambda x: np.broadcast_to(x, (2, 3, 4)))])
 
