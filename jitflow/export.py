@@ -617,7 +617,7 @@ def _compile_program(sess, flat: list, targets: list, feeds: list,
         # Compile with a numba session on the same graph; the state still comes from `sess`.
         from jitflow.session import Session
         compiling = Session(graph=sess.graph, backend="numba")
-        compiling._state = dict(sess._state)
+        compiling._store.values.update(sess._store.snapshot())
     else:
         compiling = sess
     from jitflow.compiler.lower import Unsupported as unsupported

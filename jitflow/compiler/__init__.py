@@ -9,10 +9,13 @@ Modules, in pipeline order:
                   in-place variable updates) and checks. No backend's code text.
 - `lower.py`      the generic fuser: a run of ops -> one IR kernel, through each op's registry
                   entry (`scalar=` or `lower=`); broadcasting, inlining, materializing.
-- `runtime_shapes.py`  shapes of values computed from feed shapes (for hoisted random ops).
 
 Backends read the IR: jitflow/backends/numba_cpu (the default) and numba_cuda. The older module
-names (`fuse`, `codegen`, `cpu`, `cache`, `vecmath`, ...) stay importable here.
+names (`fuse`, `codegen`, `cpu`, `cache`, `vecmath`, `runtime_shapes` (now jitflow/fold.py),
+...) stay importable here.
+
+The compiler is a function of a plan: executables are called with the feed values and the
+session's variable store (jitflow/runtime/state.py), never with the session.
 
 Importing this package does not import Numba; compiling the first kernel does.
 """

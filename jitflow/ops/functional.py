@@ -242,16 +242,13 @@ class SubPlan:
         plan = self.plan
         if plan.ops or plan.fetches:
             vals = [values[i] for i in self.plan_feed_pos]
-            session = ctx.session
+            store = ctx.store
             if not self.writes and not (ctx.pending and not self.reads.isdisjoint(ctx.pending)):
-                cache = session.__dict__.get("_subplan_executables")
-                if cache is None:
-                    cache = session.__dict__.setdefault("_subplan_executables", {})
-                ex = cache.get(self)
+                ex = store.subplans.get(self)
                 if ex is None:
-                    ex = cache[self] = session._backend.compile(plan)
+                    ex = store.subplans[self] = store.backend.compile(plan)
                 vals = [v if d is None else _as_array(v, d) for v, d in zip(vals, self.npdtypes)]
-                out = ex(vals, session)
+                out = ex(vals, store)
             else:
                 from jitflow.interpreter import run_reference_step
                 env = dict(zip(plan.feeds, vals))

@@ -12,6 +12,7 @@ import numpy as np
 
 from jitflow import dtypes as _dtypes
 from jitflow.graph import (GraphKeys, Operation, Tensor, convert_to_tensor, get_default_graph,
+                           session_for,
                            make_op, name_scope)
 from jitflow.compiler import lower as _lower
 from jitflow.ops.array import group, identity
@@ -313,8 +314,7 @@ class Variable:
 
     def load(self, value, session=None) -> None:
         """Write `value` into this variable's state in `session` without running an op."""
-        from jitflow.session import _session_for
-        sess = _session_for(session, self.graph, "load variable")
+        sess = session_for(session, self.graph, "load variable")
         sess._load_variable(self.op, value)
 
     def eval(self, session=None):
@@ -399,7 +399,7 @@ def _slice_view(op):
 
 
 def _ss_assign_infer(op):
-    from jitflow.ops.array import _ss_infer
+    from jitflow.ops.slicing import _ss_infer
     ref, value = op.inputs[:2]
     if ref.op.type != "VariableV2":
         raise TypeError(f"'StridedSliceAssign' Op requires that input 'ref' be a mutable "
@@ -413,7 +413,7 @@ def _ss_assign_infer(op):
 
 def _ss_assign_ref(op, var_op, value, *dyn, ctx):
     from jitflow.errors import InvalidArgumentError
-    from jitflow.ops.array import _ss_index
+    from jitflow.ops.slicing import _ss_index
     out = np.array(ctx.read_var(var_op), copy=True)
     idx = _ss_index(op, out.ndim, dyn)
     if out[idx].shape != np.shape(value):

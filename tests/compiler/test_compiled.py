@@ -403,7 +403,7 @@ def test_long_chains_are_stored_every_so_often_and_stay_correct():
     with tf.Session() as sess:
         sess.run(y, {x: xv})
         ex = next(iter(sess._specs.values())).executable
-        kernels = [c.tagged for _, c in ex.sources([xv], sess)]
+        kernels = [c.tagged for _, c in ex.sources([xv], sess._store)]
     # 600 ops: split into kernels (partition.WINDOW ops at most), each storing its chain
     # every so often rather than nesting one expression 600 deep
     assert len(kernels) >= 600 // partition.WINDOW

@@ -39,8 +39,8 @@ from jitflow.backends.numba_cpu import cache as _cache
 from jitflow.backends.numba_cpu.emit import ERROR_PREFIX, LIBRARY, generate_function
 from jitflow.compiler import ir as _ir
 from jitflow.compiler import lower as _lower
+from jitflow import fold as _rs
 from jitflow.compiler import partition as _partition
-from jitflow.compiler import runtime_shapes as _rs
 from jitflow.compiler.plan import Plan
 
 __all__ = ["NumbaBackend", "Executable", "export_source", "STATS", "debug_level"]
@@ -581,6 +581,10 @@ class Executable:
             self.in_pos = src
 
     # -- splitting ----------------------------------------------------------------------------
+    def _compiles(self, op) -> bool:
+        """Whether `op` goes into a native segment (else it is a reference step)."""
+        return _lower.supported(op)
+
     def _split(self, plan: Plan) -> tuple:
         fed = set(plan.feeds)
         pre = []
@@ -599,7 +603,7 @@ class Executable:
         for op in plan.ops:
             if op in pre_set or op in post:
                 continue
-            if _lower.supported(op):
+            if self._compiles(op):
                 cur.append(op)
             else:
                 # host ops (control flow, TensorArrays) are host work by design: no warning
@@ -667,26 +671,26 @@ class Executable:
         return pre, out
 
     # -- running ------------------------------------------------------------------------------
-    def __call__(self, feed_values, session):
-        state = session._state
+    def __call__(self, feed_values, store):
+        state = store.values
         try:
             bufs = [state[v] for v in self.var_ops]
             for v in self.extra_vars:
                 state[v]
         except KeyError:
-            return self._run_interpreter(feed_values, session)
+            return self._run_interpreter(feed_values, store)
         # the hoisted random ops draw before the kernel runs: if the run then goes to the
         # interpreter instead, it must draw the same numbers (each op has its own generator)
-        drawn = [(g, g.bit_generator.state) for g in map(session._rng_for, self.pre)] \
+        drawn = [(g, g.bit_generator.state) for g in map(store.rng_for, self.pre)] \
             if self.pre else ()
         try:
             if self.single:
-                return self._run_single(feed_values, bufs, state, session)
-            return self._run_driver(feed_values, session)
+                return self._run_single(feed_values, bufs, state, store)
+            return self._run_driver(feed_values, store)
         except _UseReferences:
             # the single segment has no kernel for these input classes yet, or none at all
             _undraw(drawn)
-            return self._run_interpreter(feed_values, session)
+            return self._run_interpreter(feed_values, store)
         except _CheckFailed as e:
             # Shapes the kernel was not generated for (or invalid ones): the interpreter
             # gives the answer, or the error TF1 gives, naming the op.
@@ -694,20 +698,20 @@ class Executable:
             op, what = e.args
             if self.debug >= 1:
                 _debug(f"{op.name} ({op.type}): {what}; running this step op by op")
-            return self._run_interpreter(feed_values, session)
+            return self._run_interpreter(feed_values, store)
 
-    def _run_interpreter(self, feed_values, session):
+    def _run_interpreter(self, feed_values, store):
         if self._interp is None:
             from jitflow.interpreter import Interpreter
             self._interp = Interpreter().compile(self.plan)
-        out = self._interp(feed_values, session)
-        held = {id(a) for a in session._state.values()}
+        out = self._interp(feed_values, store)
+        held = {id(a) for a in store.values.values()}
         return [np.array(r, copy=True) if id(r) in held else r for r in out]
 
-    def _run_single(self, feed_values, bufs, state, session):
+    def _run_single(self, feed_values, bufs, state, store):
         seg = self.steps[0]
         if self.pre:
-            feed_values = list(feed_values) + self._draw_with_feeds(feed_values, session)
+            feed_values = list(feed_values) + self._draw_with_feeds(feed_values, store)
         ins = [feed_values[i] for i in self.in_pos]
         for k, a in enumerate(ins):
             if not a.flags.c_contiguous:
@@ -730,7 +734,7 @@ class Executable:
         else:
             out = self._call_fastest(c, ins, bufs, seg)
         conv = c.out_conv
-        post = self._run_post(feed_values, seg, _convert(c, out), session) if self.post \
+        post = self._run_post(feed_values, seg, _convert(c, out), store) if self.post \
             else None
         results = []
         for kind, i in self.fetch_src:
@@ -745,35 +749,35 @@ class Executable:
                 results.append(np.array(state[i], copy=True))
         return results
 
-    def _run_post(self, feed_values, seg, outs, session) -> dict:
+    def _run_post(self, feed_values, seg, outs, store) -> dict:
         """Run the deferred host ops (summaries, string formatting) on the kernel's results."""
         from jitflow.interpreter import RunContext, run_reference_step
         env = dict(zip(self.plan.feeds, feed_values))
         for op, v in zip(self.pre, feed_values[len(self.plan.feeds):]):
             env[op.outputs[0]] = v
         env.update(zip(seg.out_tensors, outs))
-        ctx = RunContext(session)
+        ctx = RunContext(store)
         with np.errstate(all="ignore"):
             for op in self.post:
                 run_reference_step(op, env, ctx)
         return env
 
-    def _draw_with_feeds(self, feed_values, session) -> list:
-        """Values of the hoisted random ops, drawn with the session's RNGs."""
+    def _draw_with_feeds(self, feed_values, store) -> list:
+        """Values of the hoisted random ops, drawn with the store's RNGs."""
         from jitflow.interpreter import RunContext, run_op_reference
-        ctx = RunContext(session)
+        ctx = RunContext(store)
         env = dict(zip(self.plan.feeds, feed_values))
         vals = []
         for op in self.pre:
             args = [env[t] if t in env else t.op.attrs["value"] if t.op.type == "Const"
-                    else self._runtime_shape(t, env, session) for t in op.inputs]
+                    else self._runtime_shape(t, env, store) for t in op.inputs]
             vals.append(run_op_reference(op, args, ctx)[0])
         return vals
 
-    def _runtime_shape(self, t, env, session) -> np.ndarray:
+    def _runtime_shape(self, t, env, store) -> np.ndarray:
         """The value of a `tf.shape(h)` feeding a hoisted random op, from feed shapes (and
         variable shapes); remembered per shapes of what flows in."""
-        state = session._state
+        state = store.values
         key = (t, tuple([np.shape(env[f]) for f in self.plan.feeds]),
                tuple([np.shape(state[v]) if v in state else None
                       for v in self.plan.variables]))
@@ -842,27 +846,27 @@ class Executable:
             c.broken = True
             raise _UseReferences() from None
 
-    def _run_driver(self, feed_values, session):
+    def _run_driver(self, feed_values, store):
         from jitflow.interpreter import RunContext, run_reference_step
         t0 = time.perf_counter() if self.debug >= 2 else 0.0
         plan = self.plan
         env = dict(zip(plan.feeds, feed_values))
-        for op, v in zip(self.pre, self._draw_with_feeds(feed_values, session)):
+        for op, v in zip(self.pre, self._draw_with_feeds(feed_values, store)):
             env[op.outputs[0]] = v
-        ctx = RunContext(session)
+        ctx = RunContext(store)
         # A run writes its variables in place when this input shape has run before with every
         # step native and no check that could still fail after the first write (see
         # `_note_in_place`); otherwise the kernels write copies, committed at the end, so a
         # failing run changes nothing.
         shape_key = None
         if self.all_native and self.written:
-            state = session._state
+            state = store.values
             shape_key = tuple([np.shape(a) for a in feed_values]
                               + [np.shape(state[v]) for v in self.var_ops])
         in_place = shape_key is not None and shape_key in self._in_place_keys
         if not in_place:
             for v in self.written:
-                ctx.pending[v] = np.array(session._state[v], copy=True)
+                ctx.pending[v] = np.array(store.values[v], copy=True)
             STATS["variable_copies"] = STATS.get("variable_copies", 0) + len(self.written)
         native = []   # the kernel of each segment, when every step ran one
         with np.errstate(all="ignore"):
@@ -975,11 +979,11 @@ class Executable:
         self._in_place_keys.add(key)
 
     # -- the warm path ------------------------------------------------------------------------
-    def fast_runner(self, spec, state: dict, ordinary, session=None, miss=None):
+    def fast_runner(self, spec, store, ordinary, positional: bool = False, miss=None):
         """A generated function running `spec` with one native call (see `_FastPath`), or None.
 
         `ordinary(args)` is the session's general path, taken for anything unusual. With
-        `session` the function is `make_callable`'s (positional feed values, closed-session
+        `positional` the function is `make_callable`'s (positional feed values, closed-store
         check); without, `Session.run`'s (called with the feed_dict's values, already checked
         for a closed session). With `miss`, `Session.run`'s taking the feed_dict itself, which
         returns `miss` when the dict's keys are not this signature's feed tensors.
@@ -987,15 +991,15 @@ class Executable:
         if not self.single or self.pre or self.post or self.debug >= 2:
             return None
         if self._fast is None:
-            self._fast = _FastPath(self, spec, state, ordinary)
-        return self._fast.function(session, miss)
+            self._fast = _FastPath(self, spec, store, ordinary)
+        return self._fast.function(positional, miss)
 
     # -- introspection ------------------------------------------------------------------------
-    def sources(self, feed_values, session) -> list:
+    def sources(self, feed_values, store) -> list:
         """(segment, compiled) for each native segment: in single mode compiled for these
         feeds if needed (nothing runs); otherwise the segments compiled by earlier runs."""
         out = []
-        state = session._state
+        state = store.values
         if self.single:
             seg = self.steps[0]
             env = dict(zip(self.plan.feeds, feed_values))
@@ -1017,10 +1021,10 @@ class Executable:
         return out
 
 
-def _describe(self, feed_values, session) -> str:
+def _describe(self, feed_values, store) -> str:
     """Readable view of what a run executes: generated sources and reference steps."""
     if self.single:
-        found = self.sources(feed_values, session)
+        found = self.sources(feed_values, store)
         if found:
             return found[0][1].tagged
         return "# no kernel for these input shapes: the plan runs through its references\n" \
@@ -1061,10 +1065,11 @@ class _FastPath:
     through `ordinary(args)`, the session's general path, after which an entry is made.
     """
 
-    def __init__(self, ex: Executable, spec, state: dict, ordinary) -> None:
+    def __init__(self, ex: Executable, spec, store, ordinary) -> None:
         self.ex = ex
         self.spec = spec
-        self.state = state
+        self.store = store
+        self.state = store.values
         self.ordinary = ordinary
         self.entries: dict = {}
         self.checks = spec.checks
@@ -1104,8 +1109,8 @@ class _FastPath:
         return (ep, ct, vs, *[_scalar_maker(c.out_conv[i]) for i in self.conv_idx], *bufs)
 
     # -- the generated function ---------------------------------------------------------------
-    def function(self, session=None, miss=None):
-        """The runner for `make_callable` (with `session`) or for `Session.run` (given the
+    def function(self, positional: bool = False, miss=None):
+        """The runner for `make_callable` (with `positional`) or for `Session.run` (given the
         feed values, or with `miss` the feed dict)."""
         spec, ex = self.spec, self.ex
         mapper = spec.mapper
@@ -1121,12 +1126,12 @@ class _FastPath:
             expr = "_build([" + ", ".join(f"r{j}" for j in range(len(mapper.tensors))) + "])"
         n = len(spec.feeds)
         vs = [f"v{i}" for i in range(n)]
-        args = "args" if session is not None else "(" + "".join(v + ", " for v in vs) + ")"
+        args = "args" if positional else "(" + "".join(v + ", " for v in vs) + ")"
         lines = []
-        if session is not None:
-            names["_session"] = session
+        if positional:
+            names["_store"] = self.store
             lines += ["def _runner(*args, **kwargs):",
-                      "    if _session._closed:",
+                      "    if _store.closed:",
                       "        raise RuntimeError(\"Attempted to use a closed Session.\")",
                       f"    if len(args) != {n}:",
                       f"        raise TypeError(f\"callable expects {n} feed values, got "
@@ -1390,7 +1395,7 @@ def export_source(session, fetches, feed_list=(), feed_values: Optional[list] = 
         pos = {t: i for i, t in enumerate(spec.feeds)}
         feed_values = [np.asarray(feed_values[pos[t]], t.dtype.as_numpy_dtype)
                        for t in spec.plan.feeds]
-    found = ex.sources(feed_values, session)
+    found = ex.sources(feed_values, session._store)
     if not found:
         raise NotImplementedError("export needs a plan that compiles for these feed shapes; "
                                   "this one runs through its references")
