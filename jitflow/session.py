@@ -49,6 +49,15 @@ def _numba_factory():
 register_backend("numba", _numba_factory)
 
 
+def _cuda_factory():
+    # imports numba.cuda; without a GPU or the simulator it raises saying how to get either
+    from jitflow.backends.numba_cuda.driver import CudaBackend
+    return CudaBackend()
+
+
+register_backend("cuda", _cuda_factory)
+
+
 def default_backend_name() -> str:
     name = os.environ.get("JITFLOW_BACKEND")
     if name:

@@ -309,7 +309,7 @@ def test_div_no_nan_and_is_nan(backend):
     assert nan.tolist() == [False, True, False]
 
 
-# -- scalar expressions agree with references --------------------------------------------------------------
+# -- scalar expressions agree with references ------------------------------------------------
 def _template_cases():
     seen = set()
     for op_type, _, ex in EXAMPLES:
