@@ -1,4 +1,4 @@
-"""jitflow.backends.numba_cpu.vecmath: ulp sweeps against long double, exact edge cases, vectorization.
+"""numba_cpu vecmath: ulp sweeps against long double, exact edge cases, vectorization.
 
 Every helper is called from an njit loop compiled with the JIT's own flags
 (`vecmath.JIT_OPTIONS`), the way generated kernels call it.
