@@ -301,12 +301,16 @@ class CudaExecutable(_cpu.Executable):
 
     # -- introspection ----------------------------------------------------------------------
     def describe(self, feed_values, store) -> str:
-        """The generated CUDA modules (compiled for these feeds where not yet), and the host
-        steps."""
+        """The generated CUDA modules (compiled for these feeds where not yet, by one run whose
+        variable writes and random draws are undone), and the host steps."""
+        kept = {v: np.array(store.get(v), copy=True) for v in self.written if v in store}
+        drawn = [(g, g.bit_generator.state) for g in map(store.rng_for, self.pre)]
         try:
             self(feed_values, store)
         except Exception:  # noqa: BLE001  (the listing shows what was generated)
             pass
+        store.commit(kept)
+        _cpu._undraw(drawn)
         parts = []
         for s in self.steps:
             if isinstance(s, _cpu._Segment):

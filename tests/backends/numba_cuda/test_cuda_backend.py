@@ -185,8 +185,13 @@ def test_check_failures_raise_the_interpreter_error_and_leave_variables_unchange
 def test_inspect_shows_the_cuda_source_and_debug_level_4_prints_it(monkeypatch, capsys):
     x = tf.placeholder(tf.float32, [None])
     y = tf.reduce_sum(tf.tanh(x) * 2.0)
+    v = tf.Variable(np.zeros(3, np.float32))
+    step = tf.assign_add(v, tf.ones([3]))
     with tf.Session(backend="cuda") as sess:
         src = sess.inspect(y, {x: np.ones(5, np.float32)})
+        sess.run(v.initializer)
+        assert "# AssignAdd" in sess.inspect(step)
+        np.testing.assert_array_equal(sess.run(v), np.zeros(3))   # inspecting wrote nothing
     assert "@cuda.jit" in src and "cuda.shared.array" in src and "# Sum" in src
     monkeypatch.setenv("JITFLOW_DEBUG", "4")
     with tf.Session(backend="cuda") as sess:
