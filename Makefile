@@ -15,7 +15,7 @@ all: test
 $(STAMP): pyproject.toml setup.cfg
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test,dask]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -52,7 +52,7 @@ soak: $(STAMP)
 	$(BIN)/python benchmarks/soak.py --minutes $(SOAK_MINUTES) $(SOAKFLAGS)
 
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -e '.[test,bench]'
+	$(BIN)/python -m pip install -q -e '.[test,bench,dask]'
 	touch $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP)

@@ -9,11 +9,22 @@ in-memory cache holds. Without `--disk` the disk cache is off (JITFLOW_CACHE=0),
 graph compiles. The in-memory cache is bounded by JITFLOW_MEMORY_CACHE_ENTRIES and
 JITFLOW_MEMORY_CACHE_MB (see jitflow/compiler/cache.py).
 
-Measured (2-core VM shared with a fuzzer; numba 0.68, `--graphs 2000 --every 200`): before the
-bounded cache RSS went 178 MB -> 3674 MB (+1.75 MB per graph, every kernel kept); with it (256
-entries) 178 MB -> 3211 MB (+1.52 MB per graph). Evicted kernels' Python objects are freed
-(about 120 bytes per byte of kernel source); what remains is the machine code and LLVM modules
-Numba's JIT engine never releases. Kernels loaded from the disk cache cost about 0.33 MB each.
+`--wait` waits for the background compiler after each graph's first run and runs it again, so
+that every graph ends up on its native kernel (compiled by the helper process, loaded here).
+
+Measured (2-core VM shared with other work; numba 0.68):
+- default mode (runs go to the references while kernels compile in the background, helper
+  process, disk cache), `--graphs 2000 --every 250 --disk`: RSS 171 MB after 250 graphs and
+  180 MB after 2000 (flat: a graph dropped before its kernel is ready is never compiled; 12
+  kernels were built in all). The 130 MB over the first graph are Numba's import and set-up.
+- default mode with `--wait` (every graph runs on its own native kernel, compiled by the helper
+  process and loaded here), `--graphs 1000 --every 250 --disk --wait`: 266 MB after 250 graphs,
+  308 MB after 1000: once the in-memory cache is full (256 kernels) each new kernel adds about
+  56 KB (the machine code Numba's JIT engine keeps; the evicted kernel's objects are freed).
+- JITFLOW_COMPILE=sync (every kernel compiled in this process), `--graphs 1000 --disk`: 179 MB
+  -> 1843 MB, +1.6 MB per graph: Numba's JIT engine never releases machine code or LLVM
+  modules, whatever jitflow's bounded in-memory cache evicts (its Python objects are freed).
+- Before the bounded cache (sync, 2000 graphs): 178 MB -> 3674 MB.
 """
 from __future__ import annotations
 
@@ -45,7 +56,7 @@ def rss_mb(trim: bool = False) -> float:
     return float("nan")
 
 
-def build_and_run(tf, np, i: int) -> None:
+def build_and_run(tf, np, i: int, wait: bool = False) -> None:
     """Graph number `i`: a chain of 2-7 elementwise ops with constants drawn from `i`."""
     rng = np.random.default_rng(i)
     tf.reset_default_graph()
@@ -72,6 +83,10 @@ def build_and_run(tf, np, i: int) -> None:
     xv = rng.standard_normal((3, 4)).astype(np.float32)
     with tf.Session() as sess:
         sess.run(y, {x: xv})
+        if wait:
+            from jitflow.compiler import background
+            background.wait_idle(600)
+            sess.run(y, {x: xv})
 
 
 def main(argv=None) -> int:
@@ -79,6 +94,8 @@ def main(argv=None) -> int:
     p.add_argument("--graphs", type=int, default=2000)
     p.add_argument("--every", type=int, default=200)
     p.add_argument("--disk", action="store_true", help="keep the disk cache on (a temp dir)")
+    p.add_argument("--wait", action="store_true",
+                   help="run each graph again once its kernel is ready (native runs)")
     args = p.parse_args(argv)
     tmp = tempfile.TemporaryDirectory(prefix="jitflow-mem-")
     if args.disk:
@@ -99,7 +116,7 @@ def main(argv=None) -> int:
     print(f"baseline {base:.0f} MB after one graph; in-memory cache limits {limits}")
     t0 = time.perf_counter()
     for i in range(args.graphs):
-        build_and_run(tf, np, i)
+        build_and_run(tf, np, i, args.wait)
         if (i + 1) % args.every == 0:
             gc.collect()
             now, trimmed = rss_mb(), rss_mb(trim=True)

@@ -100,4 +100,24 @@ from jitflow import export  # noqa: E402,F401  (a module you can call: export(se
 from jitflow.export import load  # noqa: E402,F401
 from jitflow import viz  # noqa: E402,F401
 from jitflow import app, debugging, flags, layers, logging, metrics, summary  # noqa: E402,F401,E501
-from jitflow.summary import Event, SessionLog, Summary  # noqa: E402,F401
+from jitflow import gfile, graph_util, io, saved_model  # noqa: E402,F401
+from jitflow.serialize.tensor_util import make_ndarray, make_tensor_proto  # noqa: E402,F401
+
+python_io = io
+# TensorFlow's message classes (jitflow's declarations); protobuf is imported on first use
+_PROTO_NAMES = ("GraphDef", "NodeDef", "AttrValue", "NameAttrList", "TensorProto",
+                "TensorShapeProto", "VersionDef", "OpDef", "MetaGraphDef", "SignatureDef",
+                "TensorInfo", "CollectionDef", "SaverDef", "Summary", "SummaryMetadata",
+                "HistogramProto", "Event", "SessionLog", "LogMessage")
+
+
+def __getattr__(name: str):
+    if name in _PROTO_NAMES:
+        from jitflow.serialize import protos
+        return getattr(protos, name)
+    raise AttributeError(f"module 'jitflow' has no attribute {name!r}")
+
+from jitflow import data, image, nest, queue, sparse, strings  # noqa: E402,F401
+from jitflow.ops.sparse import SparseTensor, SparseTensorValue  # noqa: E402,F401
+from jitflow.errors import OpError  # noqa: E402,F401
+NoGradient = NotDifferentiable  # TF1's older name

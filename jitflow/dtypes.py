@@ -7,7 +7,7 @@ _PYBOOL = type(True)
 
 __all__ = [
     "DType", "as_dtype", "float16", "float32", "float64", "half", "double",
-    "int8", "int16", "int32", "int64", "uint8", "bool", "string", "variant",
+    "int8", "int16", "int32", "int64", "uint8", "bool", "string", "variant", "as_bytes_array",
 ]
 
 
@@ -125,6 +125,53 @@ def type_string(dtype) -> str:
     """The type name TF1's runtime messages use ("float" for float32, "double", "int32")."""
     name = as_dtype(dtype).name
     return _TF_TYPE_STRING.get(name, name)
+
+
+def as_bytes_array(value, what: str = "value") -> np.ndarray:
+    """`value` (str, bytes, nested lists of them, NumPy str/bytes/object arrays) as an object
+    array of `bytes`, TF1's representation of a string tensor (str is encoded as UTF-8).
+
+    Raises TypeError naming `what` for an element that is not a string.
+    """
+    if isinstance(value, np.ndarray) and value.dtype == object:
+        arr = value
+    else:
+        try:
+            # object arrays keep bytes whole (a fixed-width "S" array drops trailing NULs)
+            arr = value if isinstance(value, np.ndarray) else np.asarray(value, dtype=object)
+        except ValueError as e:
+            raise ValueError(f"Cannot convert {what} {value!r} to a string tensor: {e}") from None
+        if arr.dtype.kind not in "SUO":
+            raise TypeError(f"Expected string, got {value!r} of type '{type(value).__name__}' "
+                            f"instead ({what}).")
+    flat = arr.reshape(-1)
+    out = np.empty(flat.shape, dtype=object)
+    for i, v in enumerate(flat.tolist() if arr.dtype != object else flat):
+        if isinstance(v, bytes):
+            out[i] = v
+        elif isinstance(v, str):
+            out[i] = v.encode("utf-8")
+        else:
+            raise TypeError(f"Expected string, got {v!r} of type '{type(v).__name__}' instead "
+                            f"({what}).")
+    return out.reshape(arr.shape)
+
+
+def is_string_value(value) -> bool:
+    """Whether a Python/NumPy value is made of strings (str or bytes), at any nesting."""
+    if isinstance(value, (str, bytes)):
+        return True
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind in "SU":
+            return True
+        return value.dtype == object and value.size > 0 and all(
+            isinstance(v, (str, bytes)) for v in value.reshape(-1))
+    if isinstance(value, (list, tuple)) and value:
+        v = value
+        while isinstance(v, (list, tuple)) and v:
+            v = v[0]
+        return isinstance(v, (str, bytes))
+    return False
 
 
 def as_dtype(value) -> DType:

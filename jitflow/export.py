@@ -35,6 +35,7 @@ import os
 import re
 import sys
 import tempfile
+import threading
 import types
 from typing import Optional, Sequence
 
@@ -42,7 +43,8 @@ import numpy as np
 
 from jitflow.graph import Operation, Tensor
 
-__all__ = ["export", "load", "make_save", "read_manifest", "verify", "check_names", "ExportError",
+__all__ = ["export", "load", "export_files", "load_files", "with_state", "make_save",
+           "read_manifest", "verify", "check_names", "ExportError",
            "FORMAT", "FORMAT_VERSION", "LOADER_SOURCE"]
 
 FORMAT = "jitflow.export"
@@ -403,24 +405,97 @@ def load(path: str):
                                       blobs[manifest["state"]["file"]])
 
 
+_MODULE_LOCK = threading.Lock()
+
+
 def _module_from_verified(data: bytes, digest: str, path: str) -> types.ModuleType:
     """The module compiled from checked bytes, registered in sys.modules under a name made of
-    their sha256 (so the same bytes, from any folder, give the same module)."""
+    their sha256 (so the same bytes, from any folder, give the same module). Threads loading
+    the same bytes wait for the first: a module is registered only once it has run."""
     name = f"_jitflow_export_{digest[:32]}"
-    mod = sys.modules.get(name)
-    if mod is not None and getattr(mod, "_jitflow_sha256", None) == digest:
+    with _MODULE_LOCK:
+        mod = sys.modules.get(name)
+        if mod is not None and getattr(mod, "_jitflow_sha256", None) == digest:
+            return mod
+        code = _loader()["compile_verified"](data, digest)
+        mod = types.ModuleType(name)
+        mod.__file__ = path
+        mod._jitflow_sha256 = digest
+        sys.modules[name] = mod
+        try:
+            exec(code, mod.__dict__)  # noqa: S102  (bytes checked against the manifest)
+        except BaseException:
+            sys.modules.pop(name, None)
+            raise
         return mod
-    code = _loader()["compile_verified"](data, digest)
-    mod = types.ModuleType(name)
-    mod.__file__ = path
-    mod._jitflow_sha256 = digest
-    sys.modules[name] = mod
+
+
+def load_files(files: dict, label: str = "<in memory>"):
+    """Load an export from its files' bytes ({file name: bytes}, as `export_files` gives
+    them), with the checks `load` makes on a folder: the manifest's format and version, every
+    file it names present and matching its sha256, the module compiled from those bytes (once
+    per process for the same bytes) and the state parsed without pickles. `label` names the
+    export in error messages. The function has no folder: its `save_state` raises."""
     try:
-        exec(code, mod.__dict__)  # noqa: S102  (bytes checked against the manifest)
-    except BaseException:
-        sys.modules.pop(name, None)
-        raise
-    return mod
+        manifest = json.loads(files[MANIFEST])
+    except KeyError:
+        raise ExportError(f"{label} is not an exported function: it has no "
+                          f"{MANIFEST}") from None
+    except (ValueError, UnicodeDecodeError, TypeError) as e:
+        raise ExportError(f"{label}: {MANIFEST} is corrupt: {e}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise ExportError(f"{label}: {MANIFEST} is not a {FORMAT} manifest")
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise ExportError(f"{label}: {MANIFEST} has format version "
+                          f"{manifest.get('format_version')!r}; this loader reads version "
+                          f"{FORMAT_VERSION}")
+    table = manifest.get("files")
+    state = manifest.get("state")
+    if not isinstance(table, dict) or not isinstance(state, dict):
+        raise ExportError(f"{label}: {MANIFEST} has no table of files and their sha256, or "
+                          "no state entry")
+    module, state_file = manifest.get("module"), state.get("file")
+    problems = []
+    for what, fname in (("module", module), ("state file", state_file)):
+        if fname not in table:
+            problems.append(f"the {what} {fname!r} is not covered by a hash in the manifest")
+    for fname, digest in sorted(table.items()):
+        data = files.get(fname)
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            problems.append(f"{fname}: missing")
+        elif hashlib.sha256(data).hexdigest() != digest:
+            problems.append(f"{fname}: sha256 mismatch (changed or truncated)")
+    if problems:
+        raise ExportError(f"export {label} failed its integrity check: " + "; ".join(problems))
+    mod = _module_from_verified(bytes(files[module]), table[module], f"{label}/{module}")
+    if getattr(mod, "SIGNATURE_ID", None) != manifest.get("signature_id") \
+            or not callable(getattr(mod, "ENTRY", None)):
+        raise ExportError(f"the manifest of {label} does not match its module (signature "
+                          f"{manifest.get('signature_id')!r}, module has "
+                          f"{getattr(mod, 'SIGNATURE_ID', None)!r})")
+    return _in_memory_class()(label, manifest, mod.ENTRY, bytes(files[state_file]))
+
+
+def _in_memory_class():
+    """ExportedFunction, less `save_state` (an export loaded from bytes has no folder)."""
+    loader = _loader()
+    cls = loader.get("_InMemoryFunction")
+    if cls is None:
+        base = loader["ExportedFunction"]
+
+        def __init__(self, label, manifest, entry, state_bytes):
+            base.__init__(self, label, manifest, entry, state_bytes)
+            self.folder = label
+
+        def save_state(self):
+            raise ExportError(f"{self.folder} was loaded from bytes (load_files): it has no "
+                              "folder to save its state to; export it with jitflow.export")
+
+        cls = loader["_InMemoryFunction"] = type("ExportedFunction", (base,),
+                                                 {"__init__": __init__,
+                                                  "save_state": save_state,
+                                                  "__module__": base.__module__})
+    return cls
 
 
 # -- writing ----------------------------------------------------------------------------------
@@ -485,6 +560,23 @@ def export(sess, fetches, feed_list: Sequence = (), path: str = "exported",
     dimension is taken to be larger than 1 (a `None` dim of size 1 that broadcasts against
     another dim then fails the kernel's checks). Returns `path`.
     """
+    files = export_files(sess, fetches, feed_list, name=name, feed_values=feed_values)
+    manifest = json.loads(files[MANIFEST])
+    os.makedirs(path, exist_ok=True)
+    # the manifest last: a folder whose manifest names these files holds all of them
+    for fname in (manifest["module"], STATE, MANIFEST):
+        _atomic_write(os.path.join(path, fname), files[fname])
+    return path
+
+
+def export_files(sess, fetches, feed_list: Sequence = (), name: str = "exported",
+                 feed_values: Optional[Sequence] = None) -> dict:
+    """The files `export` writes, in memory: {module file name: bytes, "state.npz": bytes,
+    "manifest.json": bytes}.
+
+    For shipping a run signature to other processes (`jitflow.dask`) without a folder: load
+    the dict with `load_files`, and give it new variable values with `with_state`.
+    """
     import numba
 
     from jitflow import __version__
@@ -532,19 +624,55 @@ def export(sess, fetches, feed_list: Sequence = (), path: str = "exported",
     ident = json.dumps([manifest["feeds"], outputs, manifest["inputs"], manifest["state"],
                         program["source"]], sort_keys=True)
     manifest["signature_id"] = hashlib.sha256(ident.encode("utf-8")).hexdigest()[:16]
-    os.makedirs(path, exist_ok=True)
-    _atomic_write(os.path.join(path, module),
-                  _module_source(program, manifest).encode("utf-8"))
+    source = _module_source(program, manifest).encode("utf-8")
     arrays = {r["key"]: values[op] for r, op in zip(var_records, program["variables"])}
     arrays.update(program["constants"])
+    state = _npz_bytes(arrays)
+    manifest["files"] = {module: hashlib.sha256(source).hexdigest(),
+                         STATE: hashlib.sha256(state).hexdigest()}
+    return {module: source, STATE: state,
+            MANIFEST: json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8")}
+
+
+def _npz_bytes(arrays: dict) -> bytes:
     buf = io.BytesIO()
     np.savez(buf, **arrays)
-    _atomic_write(os.path.join(path, STATE), buf.getvalue())
-    manifest["files"] = {module: _sha256(os.path.join(path, module)),
-                         STATE: _sha256(os.path.join(path, STATE))}
-    _atomic_write(os.path.join(path, MANIFEST),
-                  json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8"))
-    return path
+    return buf.getvalue()
+
+
+def with_state(files: dict, values: dict) -> dict:
+    """`files` (from `export_files`) with the variables set to `values` ({variable name:
+    array}; variables not named keep their value): a new state file and a manifest naming its
+    sha256. The module is unchanged, so a process that compiled it once reuses it. Raises
+    ValueError naming the variable for a value of another dtype or shape, KeyError for a
+    name the export does not hold."""
+    manifest = json.loads(files[MANIFEST])
+    records = {v["name"]: v for v in manifest["state"]["variables"]}
+    unknown = sorted(set(values) - set(records))
+    if unknown:
+        raise KeyError(f"with_state: the export holds no variable {unknown[0]!r} (it holds "
+                       f"{sorted(records)})")
+    old = files[STATE]
+    arrays = {}
+    with np.load(io.BytesIO(old), allow_pickle=False) as data:
+        for name, rec in records.items():
+            if name not in values:
+                arrays[rec["key"]] = data[rec["key"]]
+                continue
+            arr = np.asarray(values[name])
+            if arr.dtype != np.dtype(rec["dtype"]) or list(arr.shape) != rec["shape"]:
+                raise ValueError(f"with_state: variable {name!r} is {rec['dtype']}"
+                                 f"{rec['shape']} in the export, got {arr.dtype.name}"
+                                 f"{list(arr.shape)}")
+            arrays[rec["key"]] = arr
+        for c in manifest["state"].get("constants", []):
+            arrays[c["key"]] = data[c["key"]]
+    state = _npz_bytes(arrays)
+    manifest["files"][STATE] = hashlib.sha256(state).hexdigest()
+    out = dict(files)
+    out[STATE] = state
+    out[MANIFEST] = json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8")
+    return out
 
 
 def make_save(sess, fetches, feed_list: Sequence = ()):

@@ -495,8 +495,8 @@ class Graph:
         """A stable, readable listing: one op per line in creation order."""
         return "\n".join(self._op_line(op) for op in self._ops)
 
-    def as_graph_def(self, from_version=None, add_shapes: bool = False) -> dict:
-        """The graph as a JSON-serializable dict (see jitflow.serialize)."""
+    def as_graph_def(self, from_version=None, add_shapes: bool = False):
+        """The graph as a TensorFlow `GraphDef` message (see jitflow.serialize.graph_def)."""
         from jitflow.serialize import as_graph_def
         return as_graph_def(self, add_shapes=add_shapes)
 
@@ -614,7 +614,10 @@ def make_op(op_type: str, inputs, attrs: Optional[dict] = None, name: Optional[s
 
 
 def _infer_numpy(value) -> np.ndarray:
-    """TF1's dtype inference for constants: Python floats -> float32, ints -> int32."""
+    """TF1's dtype inference for constants: Python floats -> float32, ints -> int32, str and
+    bytes -> a string tensor (an object array of bytes)."""
+    if _dtypes.is_string_value(value):
+        return _dtypes.as_bytes_array(value)
     if isinstance(value, (np.ndarray, np.generic)):
         arr = np.asarray(value)
         if arr.dtype.kind in "SUO":
@@ -665,6 +668,9 @@ def convert_to_tensor(value, dtype=None, name: Optional[str] = None,
     arr = np.asarray(value)
     if arr.dtype.kind in "SUO":
         arr = _infer_numpy(value)  # raises TF1's TypeError for non-numeric values
+    if (arr.dtype == object) != (dtype == _dtypes.string):
+        raise TypeError(f"Expected {dtype.name}, got {value!r} of type "
+                        f"'{type(value).__name__}' instead.")
     if arr.dtype.kind == "f" and dtype.is_integer:
         raise TypeError(f"Expected {dtype.name}, got {value!r} of type "
                         f"'{type(value).__name__}' instead.")

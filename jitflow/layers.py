@@ -18,6 +18,7 @@ from jitflow.graph import GraphKeys, Tensor, convert_to_tensor, get_default_grap
 from jitflow.ops import array as _array
 from jitflow.ops import math as _math
 from jitflow.ops import nn as _nn
+from jitflow.ops.compat_extra import InputSpec  # noqa: F401  (tf.layers.InputSpec)
 from jitflow.ops.control_flow import cond
 from jitflow.ops.init_ops import ones_initializer, zeros_initializer
 from jitflow.ops.linalg import matmul, tensordot
@@ -29,7 +30,8 @@ __all__ = [
     "dense", "conv1d", "conv2d", "max_pooling1d", "average_pooling1d", "max_pooling2d",
     "average_pooling2d", "flatten", "dropout", "batch_normalization", "Layer", "Dense",
     "Conv1D", "Conv2D", "MaxPooling1D", "AveragePooling1D", "MaxPooling2D", "AveragePooling2D",
-    "Flatten", "Dropout", "BatchNormalization",
+    "Flatten", "Dropout", "BatchNormalization", "conv2d_transpose", "Conv2DTranspose",
+    "InputSpec",
 ]
 
 
@@ -635,3 +637,82 @@ def batch_normalization(inputs, axis=-1, momentum: float = 0.99, epsilon: float 
         name=name, dtype=_input_dtype(inputs), _reuse=reuse)
     return layer(inputs, training=training)
 
+
+# -- transposed convolution -----------------------------------------------------------------------
+def _deconv_length(n, k: int, padding: str, stride: int, dilation: int):
+    """The output length of a transposed convolution along one axis (TF's rule)."""
+    if n is None:
+        return None
+    k = k + (k - 1) * (dilation - 1)
+    if padding == "VALID":
+        return n * stride + max(k - stride, 0)
+    return n * stride
+
+
+class Conv2DTranspose(Conv2D):
+    """`tf.layers.Conv2DTranspose`: the transpose of a 2-D convolution (NHWC), kernel
+    [kh, kw, filters, in]; the output is `strides` times larger (plus the kernel overhang for
+    'valid')."""
+
+    _base_name = "conv2d_transpose"
+
+    def build(self, input_shape) -> None:
+        if input_shape.ndims != 4:
+            raise ValueError(f"Inputs should have rank 4. Received input shape: {input_shape}")
+        cin = input_shape.as_list()[-1]
+        if cin is None:
+            raise ValueError("The channel dimension of the inputs should be defined. Found "
+                             "`None`.")
+        dtype = self.dtype or _dtypes.float32
+        self.kernel = self._get_variable(
+            "kernel", shape=[*self.kernel_size, self.filters, cin], dtype=dtype,
+            initializer=self.kernel_initializer, regularizer=self.kernel_regularizer,
+            constraint=self.kernel_constraint)
+        self.bias = None
+        if self.use_bias:
+            self.bias = self._get_variable("bias", shape=[self.filters], dtype=dtype,
+                                           initializer=self.bias_initializer,
+                                           regularizer=self.bias_regularizer,
+                                           constraint=self.bias_constraint)
+        self.built = True
+
+    def call(self, inputs):
+        from jitflow.ops.conv_transpose import conv2d_transpose as _conv_t
+        dims = inputs.shape.as_list()
+        dyn = _array.shape(inputs)
+        sizes = []
+        for i, (k, s, d) in enumerate(zip(self.kernel_size, self.strides, self.dilation_rate)):
+            n = _deconv_length(dims[1 + i], k, self.padding, s, d)
+            if n is None:
+                n = dyn[1 + i] * s
+                if self.padding == "VALID":
+                    n = n + max(k + (k - 1) * (d - 1) - s, 0)
+            sizes.append(n)
+        batch = dims[0] if dims[0] is not None else dyn[0]
+        out_shape = _array.stack([batch, sizes[0], sizes[1], self.filters])
+        out = _conv_t(inputs, self.kernel, out_shape, strides=[1, *self.strides, 1],
+                      padding=self.padding, dilations=[1, *self.dilation_rate, 1])
+        out.set_shape([dims[0], *(n if isinstance(n, int) else None for n in sizes),
+                       self.filters])
+        if self.bias is not None:
+            out = _nn.bias_add(out, self.bias)
+        return _activate(self.activation, out)
+
+
+def conv2d_transpose(inputs, filters: int, kernel_size, strides=(1, 1), padding: str = "valid",
+                     data_format: str = "channels_last", activation=None, use_bias: bool = True,
+                     kernel_initializer=None, bias_initializer=zeros_initializer(),
+                     kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                     kernel_constraint=None, bias_constraint=None, trainable: bool = True,
+                     name: Optional[str] = None, reuse=None) -> Tensor:
+    """`tf.layers.conv2d_transpose`: a transposed 2-D convolution plus bias and activation."""
+    layer = Conv2DTranspose(filters, kernel_size, strides=strides, padding=padding,
+                            data_format=data_format, activation=activation, use_bias=use_bias,
+                            kernel_initializer=kernel_initializer,
+                            bias_initializer=bias_initializer,
+                            kernel_regularizer=kernel_regularizer,
+                            bias_regularizer=bias_regularizer,
+                            kernel_constraint=kernel_constraint, bias_constraint=bias_constraint,
+                            trainable=trainable, name=name, dtype=_input_dtype(inputs),
+                            _reuse=reuse)
+    return layer(inputs)

@@ -17,6 +17,7 @@ import numpy as np
 
 from jitflow import graph as _graph
 from jitflow.compiler.plan import build_plan
+from jitflow.dtypes import as_bytes_array, string
 from jitflow.graph import Graph, GraphElementError, Operation, Tensor, get_default_graph
 from jitflow.runtime.state import VariableStore
 
@@ -168,6 +169,10 @@ class _FetchMapper:
     def _map(self, graph, fetches):
         if fetches is None:
             raise TypeError(f"Fetch argument {fetches!r} has invalid type {type(fetches)!r}")
+        if hasattr(fetches, "_fetch_parts"):  # a composite (SparseTensor): a value of its parts
+            parts, cls = fetches._fetch_parts()
+            subs = [self._map(graph, p) for p in parts]
+            return lambda vals: cls(*[s(vals) for s in subs])
         if isinstance(fetches, (list, tuple)):
             subs = [self._map(graph, f) for f in fetches]
             if _is_namedtuple(fetches):
@@ -188,6 +193,8 @@ class _FetchMapper:
         """Python source rebuilding the fetch structure from `r<i>` (the value of
         `self.tensors[i]`), for generated runners; objects it needs are added to `names`.
         None for structures only `build` knows how to make (dict and tuple subclasses)."""
+        if hasattr(fetches, "_fetch_parts"):
+            return None
         if isinstance(fetches, (list, tuple)):
             parts = [self.expression(graph, f, names) for f in fetches]
             if None in parts:
@@ -265,13 +272,20 @@ def _feed_check(t: Tensor):
     dims = t.shape.as_tuple()
     name = t.name
     shape_str = str(t.shape)
+    is_string = t.dtype == string
 
     def check(value):
         if isinstance(value, Tensor) or hasattr(value, "_to_tensor"):
             raise TypeError("The value of a feed cannot be a tf.Tensor object. Acceptable feed "
                             "values include Python scalars, strings, lists, numpy ndarrays, or "
                             "TensorHandles.")
-        if type(value) is np.ndarray and value.dtype == npd:
+        if is_string:
+            try:
+                arr = as_bytes_array(value, f"feed for Tensor '{name}'")
+            except TypeError as e:
+                raise TypeError(f"Cannot feed value {value!r} for Tensor '{name}' of dtype "
+                                f"string: {e}") from None
+        elif type(value) is np.ndarray and value.dtype == npd:
             arr = value
         else:
             try:
@@ -293,6 +307,17 @@ def _feed_check(t: Tensor):
 _MISS = object()  # a generated runner's answer to feeds of another signature
 
 
+def _expand_composite_feeds(feed_dict: dict) -> dict:
+    """A feed_dict whose composite keys (SparseTensor) are replaced by their part tensors."""
+    out = {}
+    for k, v in feed_dict.items():
+        if hasattr(k, "_feed_parts"):
+            out.update(k._feed_parts(v))
+        else:
+            out[k] = v
+    return out
+
+
 def _as_result(v):
     if isinstance(v, np.ndarray) and v.ndim == 0:
         return v[()]
@@ -312,10 +337,10 @@ class Session:
         self._specs: dict = {}
         self._by_fetches: dict = {}
         self._backend = _make_backend(backend)
-        # the variables' values and the random generators: passed to every executable
+        # the variables' values, the random generators and the host state of input pipelines
+        # (iterators, queues, readers): passed to every executable
         self._store = VariableStore(self._backend)
         self._default_ctx: list = []
-        self._lock = threading.RLock()
 
     # -- properties -----------------------------------------------------------------------
     @property
@@ -338,6 +363,16 @@ class Session:
     def _state(self) -> VariableStore:
         """The variable store (dict-like: `get`, `in`, `[]` give host values)."""
         return self._store
+
+    @property
+    def _resources(self) -> dict:
+        """The host state of input pipelines (iterators, queues, readers), keyed by their op."""
+        return self._store.resources
+
+    @property
+    def _lock(self):
+        """The lock under which a run creates a resource (the store's)."""
+        return self._store.lock
 
     # -- context management ------------------------------------------------------------------
     def as_default(self):
@@ -363,6 +398,11 @@ class Session:
         self._store.closed = True
         self._specs.clear()
         self._by_fetches.clear()
+        # wake threads blocked on this session's queues (they raise CancelledError)
+        for r in list(self._resources.values()):
+            closer = getattr(r, "session_closed", None)
+            if closer is not None:
+                closer()
 
     def __del__(self) -> None:
         try:
@@ -384,11 +424,16 @@ class Session:
                 out = by_dict(feed_dict)
                 if out is not _MISS:
                     return out
+            if any(type(k) is not Tensor and isinstance(k, tuple) for k in feed_dict):
+                feed_dict = _flat_feeds(feed_dict)
             key = (fkey, *feed_dict)
         else:
             key = (fkey,)
         spec = self._specs.get(key)
         if spec is None:
+            if feed_dict and any(hasattr(k, "_feed_parts") for k in feed_dict):
+                return self.run(fetches, _expand_composite_feeds(feed_dict), options,
+                                run_metadata)
             spec = self._make_spec(fetches, feed_dict)
             self._specs[key] = spec
             maker = getattr(spec.executable, "fast_runner", None)
@@ -529,6 +574,27 @@ class InteractiveSession(Session):
             InteractiveSession._active -= 1
             self._sess_ctx.__exit__(None, None, None)
             self._graph_ctx.__exit__(None, None, None)
+
+
+def _flat_feeds(feed_dict: dict) -> dict:
+    """A feed_dict whose nested-tuple keys (an LSTMStateTuple, a tuple of them) are replaced
+    by their tensors, each fed the matching part of the value, as TF1 allows."""
+    def leaves(x) -> list:
+        if isinstance(x, (tuple, list)) and not isinstance(x, Tensor):
+            return [y for e in x for y in leaves(e)]
+        return [x]
+
+    out: dict = {}
+    for k, v in feed_dict.items():
+        if isinstance(k, tuple):
+            ks, vs = leaves(k), leaves(v) if isinstance(v, (tuple, list)) else None
+            if vs is None or len(ks) != len(vs):
+                raise ValueError(f"The value fed for the nested feed key {k!r} must have the "
+                                 f"same structure, got {type(v).__name__}")
+            out.update(zip(ks, vs))
+        else:
+            out[k] = v
+    return out
 
 
 _graph.set_session_hooks(_session_for, _clear_default_sessions)

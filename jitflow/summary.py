@@ -2,8 +2,9 @@
 
 A summary op's output is a scalar string tensor: a serialized `Summary` protocol buffer,
 computed by the op's NumPy reference. `FileWriter` frames `Event` messages as TFRecords
-(`events.out.tfevents.<time>.<host>`). Both wire formats are written by hand here (protobuf
-field encoding, masked CRC32C), so there is no protobuf dependency.
+(`events.out.tfevents.<time>.<host>`). The messages are jitflow's declarations of TensorFlow's
+(`jitflow.serialize.protos`), so `tf.Summary`, `tf.Event` and `tf.SessionLog` are protobuf
+message classes, loaded the first time one is used. `summary_iterator` reads event files back.
 """
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import os
 import re
 import struct
 import time
+import warnings
 import zlib
-from typing import Optional
+from typing import Iterator, Optional
 
 import numpy as np
 
@@ -21,145 +23,31 @@ from jitflow import dtypes as _dtypes
 from jitflow.graph import GraphKeys, Tensor, convert_to_tensor, get_default_graph, make_op, \
     name_scope
 from jitflow.ops.registry import register
+from jitflow.serialize.crc32c import masked_value as masked_crc32c
+from jitflow.serialize.crc32c import value as crc32c
+from jitflow.serialize.tfrecord import encode_record as tfrecord
 from jitflow.shapes import TensorShape
 
 __all__ = [
     "scalar", "histogram", "image", "text", "merge", "merge_all", "FileWriter",
-    "FileWriterCache", "Summary", "Event", "SessionLog",
-]
+    "FileWriterCache", "summary_iterator", "crc32c", "masked_crc32c", "tfrecord",
+]   # and, loaded on first use, the message classes Summary, Event, SessionLog, ...
+
+_LAZY = {"Summary": "Summary", "Event": "Event", "SessionLog": "SessionLog",
+         "SummaryMetadata": "SummaryMetadata", "HistogramProto": "HistogramProto",
+         "TaggedRunMetadata": "TaggedRunMetadata", "LogMessage": "LogMessage"}
 
 
-# -- protobuf wire format ------------------------------------------------------------------------
-def _varint(n: int) -> bytes:
-    n &= (1 << 64) - 1  # negative int64 values are 10-byte varints
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
+def __getattr__(name: str):
+    if name in _LAZY:
+        from jitflow.serialize import protos
+        return getattr(protos, _LAZY[name])
+    raise AttributeError(f"module 'jitflow.summary' has no attribute {name!r}")
 
 
-def _key(field: int, wire: int) -> bytes:
-    return _varint(field << 3 | wire)
-
-
-def _f_varint(field: int, n: int) -> bytes:
-    return _key(field, 0) + _varint(int(n))
-
-
-def _f_double(field: int, x: float) -> bytes:
-    return _key(field, 1) + struct.pack("<d", float(x))
-
-
-def _f_float(field: int, x: float) -> bytes:
-    return _key(field, 5) + struct.pack("<f", float(x))
-
-
-def _f_bytes(field: int, b) -> bytes:
-    if isinstance(b, str):
-        b = b.encode()
-    return _key(field, 2) + _varint(len(b)) + bytes(b)
-
-
-def _f_packed_doubles(field: int, xs) -> bytes:
-    return _f_bytes(field, np.asarray(xs, dtype="<f8").tobytes())
-
-
-# -- Summary messages ----------------------------------------------------------------------------
-class _Message:
-    """A small stand-in for a protobuf message: keyword fields, `SerializeToString`."""
-
-    _fields: tuple = ()
-
-    def __init__(self, **kwargs) -> None:
-        for f in self._fields:
-            setattr(self, f, kwargs.pop(f, None))
-        if kwargs:
-            raise ValueError(f"{type(self).__name__} has no field(s) {sorted(kwargs)}")
-
-    def __repr__(self) -> str:
-        body = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields
-                         if getattr(self, f) is not None)
-        return f"{type(self).__name__}({body})"
-
-
-class Summary(_Message):
-    """`tf.Summary`: a list of `Summary.Value(tag=..., simple_value=...)`; also accepts
-    `image=Summary.Image(...)` and `histo=HistogramProto`-like values."""
-
-    _fields = ("value",)
-
-    class Value(_Message):
-        _fields = ("tag", "simple_value", "image", "histo", "tensor", "metadata")
-
-        def SerializeToString(self) -> bytes:  # noqa: N802  (protobuf spelling)
-            out = _f_bytes(1, self.tag or "")
-            if self.metadata is not None:
-                out += _f_bytes(9, self.metadata)
-            if self.simple_value is not None:
-                out += _f_float(2, self.simple_value)
-            if self.image is not None:
-                out += _f_bytes(4, self.image.SerializeToString())
-            if self.histo is not None:
-                out += _f_bytes(5, self.histo if isinstance(self.histo, bytes)
-                                else self.histo.SerializeToString())
-            if self.tensor is not None:
-                out += _f_bytes(8, self.tensor)
-            return out
-
-    class Image(_Message):
-        _fields = ("height", "width", "colorspace", "encoded_image_string")
-
-        def SerializeToString(self) -> bytes:  # noqa: N802
-            return (_f_varint(1, self.height or 0) + _f_varint(2, self.width or 0)
-                    + _f_varint(3, self.colorspace or 0)
-                    + _f_bytes(4, self.encoded_image_string or b""))
-
-    def __init__(self, value=None) -> None:
-        super().__init__(value=list(value or []))
-
-    def SerializeToString(self) -> bytes:  # noqa: N802
-        return b"".join(_f_bytes(1, v.SerializeToString()) for v in self.value)
-
-
-class SessionLog(_Message):
-    """`tf.SessionLog`: status START=1, STOP=2, CHECKPOINT=3."""
-
-    _fields = ("status", "checkpoint_path", "msg")
-    STATUS_UNSPECIFIED, START, STOP, CHECKPOINT = 0, 1, 2, 3
-
-    def SerializeToString(self) -> bytes:  # noqa: N802
-        out = _f_varint(1, self.status or 0)
-        if self.checkpoint_path:
-            out += _f_bytes(2, self.checkpoint_path)
-        if self.msg:
-            out += _f_bytes(3, self.msg)
-        return out
-
-
-class Event(_Message):
-    """`tf.Event`: wall_time, step and one of file_version, graph_def, summary, session_log."""
-
-    _fields = ("wall_time", "step", "file_version", "graph_def", "summary", "session_log")
-
-    def SerializeToString(self) -> bytes:  # noqa: N802
-        out = _f_double(1, self.wall_time if self.wall_time is not None else time.time())
-        if self.step:
-            out += _f_varint(2, self.step)
-        if self.file_version is not None:
-            out += _f_bytes(3, self.file_version)
-        if self.graph_def is not None:
-            out += _f_bytes(4, self.graph_def)
-        if self.summary is not None:
-            s = self.summary
-            out += _f_bytes(5, s if isinstance(s, bytes) else s.SerializeToString())
-        if self.session_log is not None:
-            out += _f_bytes(6, self.session_log.SerializeToString())
-        return out
+def _protos():
+    from jitflow.serialize import protos
+    return protos
 
 
 @functools.lru_cache(maxsize=None)
@@ -176,7 +64,8 @@ def _histogram_limits() -> np.ndarray:
 
 
 
-def _histo_proto(values: np.ndarray) -> bytes:
+def _histo_proto(values: np.ndarray):
+    """TF's HistogramProto of `values` (runs of empty buckets collapsed as TF encodes them)."""
     x = np.asarray(values, dtype=np.float64).reshape(-1)
     if x.size and not np.all(np.isfinite(x)):
         from jitflow.errors import InvalidArgumentError
@@ -186,7 +75,7 @@ def _histo_proto(values: np.ndarray) -> bytes:
                          minlength=len(limits_all))[:len(limits_all)]
     limits, buckets = [], []
     i, n = 0, len(limits_all)
-    while i < n:  # runs of empty buckets collapse into one, as TF encodes them
+    while i < n:
         end, count = limits_all[i], counts[i]
         i += 1
         if count <= 0:
@@ -195,14 +84,12 @@ def _histo_proto(values: np.ndarray) -> bytes:
                 i += 1
         limits.append(end)
         buckets.append(float(count))
-    mn = float(x.min()) if x.size else 0.0
-    mx = float(x.max()) if x.size else 0.0
     # sums accumulate in order (cumsum), as TF's histogram adds values one by one
-    total = float(np.cumsum(x)[-1]) if x.size else 0.0
-    squares = float(np.cumsum(x * x)[-1]) if x.size else 0.0
-    return (_f_double(1, mn) + _f_double(2, mx) + _f_double(3, x.size)
-            + _f_double(4, total) + _f_double(5, squares)
-            + _f_packed_doubles(6, limits) + _f_packed_doubles(7, buckets))
+    return _protos().HistogramProto(
+        min=float(x.min()) if x.size else 0.0, max=float(x.max()) if x.size else 0.0,
+        num=float(x.size), sum=float(np.cumsum(x)[-1]) if x.size else 0.0,
+        sum_squares=float(np.cumsum(x * x)[-1]) if x.size else 0.0,
+        bucket_limit=limits, bucket=buckets)
 
 
 def _png(img: np.ndarray) -> bytes:
@@ -236,55 +123,70 @@ def _to_uint8(batch: np.ndarray) -> np.ndarray:
     return out
 
 
-def _string_tensor_proto(values: np.ndarray) -> bytes:
-    arr = np.asarray(values, dtype=object)
-    shape = b"".join(_f_bytes(2, _f_varint(1, d)) for d in arr.shape)
-    out = _f_varint(1, 7) + _f_bytes(2, shape)  # DT_STRING
-    for s in arr.reshape(-1):
-        out += _f_bytes(8, s if isinstance(s, bytes) else str(s).encode())
-    return out
-
-
 # -- summary ops ---------------------------------------------------------------------------------
+def _serialized(summary) -> np.ndarray:
+    return np.array(summary.SerializeToString(), dtype=object)
+
+
 def _scalar_ref(op, x):
     x = np.asarray(x)
     if x.ndim != 0:
         from jitflow.errors import InvalidArgumentError
         raise InvalidArgumentError(None, op, f"tags and values not the same shape: [] != "
                                    f"{list(x.shape)} (tag '{op.attrs['tag']}')")
-    value = Summary.Value(tag=op.attrs["tag"], simple_value=float(x))
-    return np.array(Summary(value=[value]).SerializeToString(), dtype=object)
+    S = _protos().Summary
+    return _serialized(S(value=[S.Value(tag=op.attrs["tag"], simple_value=float(x))]))
 
 
 def _histogram_ref(op, x):
-    value = _f_bytes(1, op.attrs["tag"]) + _f_bytes(5, _histo_proto(x))
-    return np.array(_f_bytes(1, value), dtype=object)
+    S = _protos().Summary
+    return _serialized(S(value=[S.Value(tag=op.attrs["tag"], histo=_histo_proto(x))]))
 
 
 def _image_ref(op, x):
     x = np.asarray(x)
     tag, n = op.attrs["tag"], op.attrs["max_outputs"]
-    out = b""
-    images = _to_uint8(x[:n])
-    for i, img in enumerate(images):
+    S = _protos().Summary
+    values = []
+    for i, img in enumerate(_to_uint8(x[:n])):
         name = f"{tag}/image/{i}" if n > 1 else f"{tag}/image"
         h, w, c = img.shape
-        im = Summary.Image(height=h, width=w, colorspace=c, encoded_image_string=_png(img))
-        out += _f_bytes(1, Summary.Value(tag=name, image=im).SerializeToString())
-    return np.array(out, dtype=object)
+        im = S.Image(height=h, width=w, colorspace=c, encoded_image_string=_png(img))
+        values.append(S.Value(tag=name, image=im))
+    return _serialized(S(value=values))
 
 
 def _text_ref(op, x):
-    meta = _f_bytes(1, _f_bytes(1, "text"))  # SummaryMetadata.plugin_data.plugin_name
-    value = Summary.Value(tag=op.attrs["tag"], metadata=meta,
-                          tensor=_string_tensor_proto(np.asarray(x, dtype=object)))
-    return np.array(Summary(value=[value]).SerializeToString(), dtype=object)
+    from jitflow.serialize.tensor_util import make_tensor_proto
+    p = _protos()
+    meta = p.SummaryMetadata()
+    meta.plugin_data.plugin_name = "text"
+    value = p.Summary.Value(tag=op.attrs["tag"], metadata=meta,
+                            tensor=make_tensor_proto(np.asarray(x, dtype=object),
+                                                     _dtypes.string))
+    return _serialized(p.Summary(value=[value]))
 
 
 def _merge_ref(op, *parts):
-    # A Summary has one repeated field, so serialized Summaries concatenate into their merge.
-    return np.array(b"".join(bytes(np.asarray(p, dtype=object).item()) for p in parts),
-                    dtype=object)
+    from google.protobuf.message import DecodeError
+
+    from jitflow.errors import InvalidArgumentError
+    S = _protos().Summary
+    merged = S()
+    tags = set()
+    for p in parts:
+        try:
+            s = S.FromString(bytes(np.asarray(p, dtype=object).item()))
+        except DecodeError:
+            raise InvalidArgumentError(None, op, "Could not parse one of the summary inputs") \
+                from None
+        for v in s.value:
+            if v.tag in tags:
+                raise InvalidArgumentError(None, op, f"Duplicate tag {v.tag} found in summary "
+                                                     "inputs")
+            tags.add(v.tag)
+        merged.value.extend(s.value)
+    return _serialized(merged)
 
 
 _STRING = [(_dtypes.string, TensorShape([]))]
@@ -373,51 +275,30 @@ def merge_all(key: str = GraphKeys.SUMMARIES, scope=None, name: Optional[str] = 
     return merge(items, name=name)
 
 
-# -- TFRecord event files -----------------------------------------------------------------------
-@functools.lru_cache(maxsize=None)
-def _crc32c_table() -> list:
-    table = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        table.append(c)
-    return table
-
-
-
-def crc32c(data: bytes) -> int:
-    """CRC-32C (Castagnoli), the checksum of TFRecord framing."""
-    crc = 0xFFFFFFFF
-    table = _crc32c_table()
-    for b in data:
-        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-
-
-def masked_crc32c(data: bytes) -> int:
-    crc = crc32c(data)
-    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-
-
-def tfrecord(data: bytes) -> bytes:
-    """One TFRecord: length, masked CRC of the length, data, masked CRC of the data."""
-    length = struct.pack("<Q", len(data))
-    return (length + struct.pack("<I", masked_crc32c(length)) + data
-            + struct.pack("<I", masked_crc32c(data)))
+# -- event files ------------------------------------------------------------------------------
+def summary_iterator(path: str) -> Iterator:
+    """`tf.train.summary_iterator`: the Event messages of an event file, in order (every record
+    CRC-checked: a damaged file raises DataLossError)."""
+    from jitflow.serialize.tfrecord import read_records
+    Event = _protos().Event
+    for record in read_records(str(path)):
+        yield Event.FromString(record)
 
 
 def _graph_def_bytes(graph) -> bytes:
-    """A GraphDef with each node's name, op and inputs (attributes are left out)."""
-    out = b""
+    """The graph's GraphDef (a structure-only one when an attribute cannot be written)."""
+    from jitflow.serialize.graph_def import graph_to_proto, tensor_name
+    try:
+        return graph_to_proto(graph).SerializeToString()
+    except TypeError as e:
+        warnings.warn(f"FileWriter.add_graph: {e}; writing the graph's structure only",
+                      stacklevel=3)
+    gd = _protos().GraphDef()
     for op in graph.get_operations():
-        node = _f_bytes(1, op.name) + _f_bytes(2, op.type)
-        for t in op.inputs:
-            node += _f_bytes(3, t.name[:-2] if t.name.endswith(":0") else t.name)
-        for c in op.control_inputs:
-            node += _f_bytes(3, "^" + c.name)
-        out += _f_bytes(1, node)
-    return out
+        gd.node.add(name=op.name, op=op.type,
+                    input=[tensor_name(t) for t in op.inputs]
+                    + ["^" + c.name for c in op.control_inputs])
+    return gd.SerializeToString()
 
 
 class FileWriter:
@@ -436,6 +317,12 @@ class FileWriter:
         self._open()
         if graph is not None or graph_def is not None:
             self.add_graph(graph, graph_def=graph_def)
+            if graph is not None:   # TF1 writes the meta graph too
+                from jitflow.serialize.meta_graph import export_meta_graph
+                try:
+                    self.add_meta_graph(export_meta_graph(graph=graph))
+                except TypeError as e:
+                    warnings.warn(f"FileWriter: meta graph not written: {e}", stacklevel=2)
 
     def _open(self) -> None:
         import socket
@@ -445,9 +332,9 @@ class FileWriter:
         self._path = path
         self._file = open(path, "ab")
         self._closed = False
-        self._write(Event(wall_time=time.time(), file_version="brain.Event:2"))
+        self._write(_protos().Event(wall_time=time.time(), file_version="brain.Event:2"))
 
-    def _write(self, event: Event) -> None:
+    def _write(self, event) -> None:
         if self._closed:
             self._open()
         self._file.write(tfrecord(event.SerializeToString()))
@@ -455,41 +342,56 @@ class FileWriter:
     def get_logdir(self) -> str:
         return self._logdir
 
-    def add_event(self, event: Event) -> None:
+    def add_event(self, event) -> None:
         self._write(event)
+
+    def _event(self, global_step):
+        return _protos().Event(wall_time=time.time(), step=int(global_step or 0))
 
     def add_summary(self, summary, global_step=None) -> None:
         """Write a serialized Summary (a summary op's fetched value) or a `Summary`."""
+        Summary = _protos().Summary
         if isinstance(summary, np.ndarray):
             summary = summary.item()
-        if isinstance(summary, Summary):
-            summary = summary.SerializeToString()
-        if not isinstance(summary, (bytes, bytearray)):
+        if isinstance(summary, (bytes, bytearray)):
+            summary = Summary.FromString(bytes(summary))
+        elif hasattr(summary, "SerializeToString") and not isinstance(summary, Summary):
+            summary = Summary.FromString(summary.SerializeToString())  # TensorFlow's message
+        if not isinstance(summary, Summary):
             raise TypeError(f"add_summary expects a serialized Summary, got {type(summary)}")
-        self._write(Event(wall_time=time.time(), step=int(global_step or 0),
-                          summary=bytes(summary)))
+        event = self._event(global_step)
+        event.summary.CopyFrom(summary)
+        self._write(event)
 
-    def add_session_log(self, session_log: SessionLog, global_step=None) -> None:
-        self._write(Event(wall_time=time.time(), step=int(global_step or 0),
-                          session_log=session_log))
+    def add_session_log(self, session_log, global_step=None) -> None:
+        event = self._event(global_step)
+        event.session_log.MergeFromString(session_log.SerializeToString())
+        self._write(event)
 
     def add_graph(self, graph, global_step=None, graph_def=None) -> None:
-        """Write the graph's structure (node names, ops and inputs) for TensorBoard."""
+        """Write the graph's GraphDef for TensorBoard."""
         if graph is None and graph_def is None:
             raise ValueError("add_graph needs a graph")
-        data = _graph_def_bytes(graph) if graph is not None else bytes(graph_def)
-        self._write(Event(wall_time=time.time(), step=int(global_step or 0), graph_def=data))
+        if graph is not None:
+            data = _graph_def_bytes(graph)
+        else:
+            data = graph_def.SerializeToString() if hasattr(graph_def, "SerializeToString") \
+                else bytes(graph_def)
+        event = self._event(global_step)
+        event.graph_def = data
+        self._write(event)
+
+    def add_meta_graph(self, meta_graph_def, global_step=None) -> None:
+        event = self._event(global_step)
+        event.meta_graph_def = meta_graph_def.SerializeToString()
+        self._write(event)
 
     def add_run_metadata(self, run_metadata, tag: str, global_step=None) -> None:
         """Record a tagged (empty) RunMetadata: jitflow collects no step statistics."""
-        tagged = _f_bytes(1, tag) + _f_bytes(2, b"")
-        event = Event(wall_time=time.time(), step=int(global_step or 0))
-        self._file_write_raw(event.SerializeToString() + _f_bytes(8, tagged))
-
-    def _file_write_raw(self, data: bytes) -> None:
-        if self._closed:
-            self._open()
-        self._file.write(tfrecord(data))
+        event = self._event(global_step)
+        event.tagged_run_metadata.tag = tag
+        event.tagged_run_metadata.run_metadata = b""
+        self._write(event)
 
     def flush(self) -> None:
         if not self._closed and self._file is not None:

@@ -67,3 +67,12 @@ def backend(request, monkeypatch) -> str:
     """Run the test once per backend; `tf.Session()` picks it up from JITFLOW_BACKEND."""
     monkeypatch.setenv("JITFLOW_BACKEND", request.param)
     return request.param
+
+
+def pytest_collection_modifyitems(config, items):
+    """JITFLOW_TEST_SHUFFLE=<seed> runs the tests in a shuffled order (to find tests that
+    depend on what ran before them in the same process)."""
+    seed = os.environ.get("JITFLOW_TEST_SHUFFLE")
+    if seed:
+        import random
+        random.Random(int(seed)).shuffle(items)

@@ -357,3 +357,19 @@ def test_while_loop_bound_from_a_static_shape(backend):
         iv, tv = sess.run([i, total], {x: xv})
     assert iv == 4
     np.testing.assert_allclose(tv, xv.sum(axis=0))
+
+
+def test_cond_gradient_uses_the_taken_branch_dropout_mask(backend):
+    """`tf.layers.dropout(training=placeholder)` is a cond: its gradient must see the mask the
+    forward pass drew, not a new one."""
+    x = tf.placeholder(tf.float64, [400])
+    training = tf.placeholder(tf.bool, [])
+    y = tf.layers.dropout(x, 0.5, training=training)
+    g, = tf.gradients(tf.reduce_sum(y * y), [x])
+    xv = np.linspace(0.5, 1.5, 400)
+    with tf.Session() as sess:
+        yv, gv = sess.run([y, g], {x: xv, training: True})
+        assert 100 < np.count_nonzero(yv) < 300
+        np.testing.assert_allclose(gv, 2 * yv * np.where(yv != 0, 2.0, 0.0))
+        yv, gv = sess.run([y, g], {x: xv, training: False})
+        np.testing.assert_allclose(gv, 2 * xv)

@@ -53,6 +53,24 @@ def test_mlp_adam_separates_the_rings(backend, capsys):
     assert out["accuracy"][-1] > 0.8
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_lstm_sequence_learns_the_majority_sign(backend, capsys):
+    out = _load("lstm_sequence").main(steps=50, verbose=False)
+    (l0, a0), [(step, loss, acc)] = out["initial"], out["history"]
+    assert step == 50 and loss < 0.6 * l0 and acc > max(a0, 0.85)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_while_loop_newton_converges_and_trains_through_the_loop(backend, capsys):
+    out = _load("while_loop").main(train_steps=40)
+    text = capsys.readouterr().out
+    assert "sqrt(1.0,) = [1.0] after 0 Newton steps" in text   # the trip count is the data's
+    assert out["iterations"][(2.0, 1e-2, 1e6)] > out["iterations"][(4.0, 9.0)] > 0
+    assert out["losses"][-1] < 0.01 * out["initial_loss"]
+    assert all(b < a for a, b in zip(out["losses"], out["losses"][1:]))
+    assert abs(out["s"] - 9.0) < 1.0
+
+
 def test_example_runs_as_a_script():
     env = dict(os.environ, JITFLOW_BACKEND="interpreter")
     proc = subprocess.run([sys.executable, str(EXAMPLES / "linear_regression.py"),
@@ -63,3 +81,39 @@ def test_example_runs_as_a_script():
     assert [line.split()[:2] for line in lines if line.startswith("epoch")] == [
         ["epoch", "1"], ["epoch", "2"]]
     assert lines[-1].startswith("final: w = ")
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_dask_predict_scores_every_chunk_like_one_session_run(capsys):
+    pytest.importorskip("dask.array")
+    pytest.importorskip("distributed")
+    out = _load("dask_predict").main(rows=30_000, chunk=7_000, steps=150, threads=True)
+    printed = capsys.readouterr().out
+    assert "scored 30,000 rows in 5 chunks" in printed
+    assert out["chunks"] == 5 and out["shape"] == (30_000, 3)
+    assert out["max_diff"] < 1e-5 and out["agree"] > 0.999
+    assert out["accuracy"] > 0.9
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_frozen_graphs_give_tensorflows_outputs(backend, capsys):
+    out = _load("frozen_graph").main()
+    lines = capsys.readouterr().out.splitlines()
+    assert sum("predictions equal TensorFlow's: True" in line for line in lines) == 2
+    for key in ("cnn", "mlp"):
+        np.testing.assert_allclose(out[key]["probs"], out[key]["expected"], rtol=1e-4,
+                                   atol=1e-5)
+
+
+def test_data_pipeline_trains_from_a_tf_data_pipeline(capsys):
+    out = _load("data_pipeline").main(epochs=8)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1].startswith("final:")
+    assert out["losses"][-1] < 0.6 * out["losses"][0]
+    assert out["held_out"] == 400 and out["accuracy"] > 0.8
+
+
+def test_word2vec_nce_loss_falls(capsys):
+    out = _load("word2vec_nce").main(steps=600)
+    assert capsys.readouterr().out.splitlines()[-1].startswith("final:")
+    assert out["averages"][-1] < 0.6 * out["averages"][0]

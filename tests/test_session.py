@@ -297,3 +297,18 @@ def test_summary_protos_are_top_level_names():
     assert tf.Summary is tf.summary.Summary
     s = tf.Summary(value=[tf.Summary.Value(tag="loss", simple_value=0.5)])
     assert s.value[0].tag == "loss"
+
+
+def test_a_nested_tuple_of_tensors_is_a_feed_key(backend):
+    """As TF1: feeding a state tuple (an LSTMStateTuple, a tuple of them) with a value of the
+    same structure feeds each tensor its part."""
+    c, h = tf.placeholder(tf.float32, [2]), tf.placeholder(tf.float32, [2])
+    state = (tf.nn.rnn_cell.LSTMStateTuple(c, h), tf.placeholder(tf.float32, []))
+    total = tf.reduce_sum(c) * 10.0 + tf.reduce_sum(h) + state[1]
+    value = (tf.nn.rnn_cell.LSTMStateTuple(np.ones(2), np.full(2, 2.0)), 0.5)
+    with tf.Session() as sess:
+        assert sess.run(total, {state: value}) == 24.5
+        assert sess.run(total, {state: value}) == 24.5
+        assert sess.run(total, {state[0]: value[0], state[1]: 1.5}) == 25.5
+        with pytest.raises(ValueError, match="same structure"):
+            sess.run(total, {state: (1.0, 2.0)})

@@ -189,19 +189,27 @@ def test_gradient_through_cond_inside_a_loop(backend):
         _fd_check(sess, loss, x, {}, np.array([0.3, -0.8]))
 
 
-def test_body_is_compiled_once_whatever_the_trip_count():
+def _kernel_builds() -> int:
+    """Kernels obtained so far: generated modules, cache loads and hits, Numba compiles."""
     from jitflow.compiler import cpu
+    return sum(cpu.STATS.get(k, 0) for k in ("modules_built", "memory_hits", "disk_loads",
+                                               "compiles", "numba_cache_hits"))
+
+
+def test_body_is_compiled_once_whatever_the_trip_count():
     x = tf.placeholder(tf.float32, [4])
     n = tf.placeholder(tf.int32, [])
     _, y = tf.while_loop(lambda i, a: i < n, lambda i, a: (i + 1, tf.tanh(a * 0.5 + x)),
                          [tf.constant(0), x])
     xv = np.ones(4, np.float32)
     with tf.Session(backend="numba") as sess:
+        before = _kernel_builds()
         sess.run(y, {x: xv, n: 3})
-        before = cpu.STATS.get("kernels_built", 0)
+        assert _kernel_builds() > before        # the counters see the body's kernel
+        before = _kernel_builds()
         for k in (10, 100, 7):
             r = sess.run(y, {x: xv, n: k})
-        assert cpu.STATS.get("kernels_built", 0) == before
+        assert _kernel_builds() == before
     want = xv.copy()
     for _ in range(7):
         want = np.tanh(want * 0.5 + xv)
@@ -341,3 +349,56 @@ def test_loops_tensor_arrays_and_cond_match_tensorflow():
     got = _rnn_program(tf, xv, wv, 5)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+# -- gradients read the forward pass's values (nothing in the body runs again) ---------------------
+def test_loop_gradient_uses_the_forward_dropout_masks(backend):
+    """A random op in the body draws once per iteration; the gradient sees the same draws (a
+    backward pass that recomputed the body would draw new masks)."""
+    x = tf.placeholder(tf.float64, [300])
+
+    def body(i, a):
+        return i + 1, a + tf.nn.dropout(x, keep_prob=0.5) * tf.cast(i + 1, tf.float64)
+
+    _, y = tf.while_loop(lambda i, a: i < 3, body, [tf.constant(0), tf.zeros([300], tf.float64)])
+    g, = tf.gradients(tf.reduce_sum(y), [x])
+    with tf.Session() as sess:
+        yv, gv = sess.run([y, g], {x: np.ones(300)})
+    # y = sum_k (k + 1) * mask_k * x / 0.5 is linear in x: at x = 1, dy/dx = y
+    np.testing.assert_allclose(gv, yv)
+    assert 0 < np.count_nonzero(yv) < 300
+
+
+def test_loop_gradient_does_not_run_stateful_body_ops_again(backend):
+    c = tf.Variable(0.0, dtype=tf.float64)
+    a0 = tf.placeholder(tf.float64, [])
+
+    def body(i, a):
+        return i + 1, a * tf.assign_add(c, 1.0)
+
+    _, y = tf.while_loop(lambda i, a: i < 3, body, [tf.constant(0), a0])
+    g, = tf.gradients(y, [a0])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        yv, gv = sess.run([y, g], {a0: 2.0})
+        assert sess.run(c) == 3.0          # the counter moved once per iteration
+    assert yv == 2.0 * 6.0 and gv == 6.0   # (c+1)(c+2)(c+3) with c = 0
+
+
+def test_result_has_the_structure_the_body_returns(backend):
+    """As TF1: a tuple body on list loop_vars gives a tuple; a one-tensor result is unpacked
+    (also inside a one-element list of a namedtuple: that is two tensors, kept as a list)."""
+    import collections
+    pair = collections.namedtuple("pair", "a b")
+    x = tf.placeholder(tf.float32, [2])
+    r1 = tf.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v * 2.0), [0, x])
+    r2 = tf.while_loop(lambda p: p.a < 2, lambda p: [pair(p.a + 1, p.b + 1.0)],
+                       [pair(tf.constant(0), x)])
+    r3 = tf.while_loop(lambda v: tf.reduce_sum(v) < 10.0, lambda v: [v * 2.0], [x])
+    assert isinstance(r1, tuple) and isinstance(r2, list) and isinstance(r2[0], pair)
+    assert isinstance(r3, tf.Tensor)
+    with tf.Session() as sess:
+        a, b, c = sess.run([r1, r2, r3], {x: [1.0, 2.0]})
+    assert a[0] == 3 and a[1].tolist() == [8.0, 16.0]
+    assert b[0].a == 2 and b[0].b.tolist() == [3.0, 4.0]
+    assert c.tolist() == [4.0, 8.0]

@@ -29,7 +29,7 @@ from jitflow.compiler.ir import (Apply, Arg, AssignVar, Check, CopyVar, Index, I
                                  scalar_uses)
 
 __all__ = ["Lowerer", "Operand", "Pending", "ShapeInfo", "Unsupported", "lower", "supported",
-           "value_inputs", "can_inline_into", "scalar_expr", "const_dim", "add_dims",
+           "host_only", "value_inputs", "can_inline_into", "scalar_expr", "const_dim", "add_dims",
            "is_static", "static_size", "MAX_INLINE_DEPTH", "computes_nothing"]
 
 
@@ -104,9 +104,23 @@ _NARROW_INTS = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
 MAX_INLINE_DEPTH = 64     # longer chains are stored every so often (bounded expression trees)
 
 
+_HOST_DTYPES = ("string", "variant")
+
+
+def host_only(op) -> bool:
+    """Whether `op` is host work by design (kind "host", or string/variant values): never in a
+    numeric kernel, so running it through its reference is no fallback."""
+    if op.op_def.kind == "host":
+        return True
+    return any(x.dtype.name in _HOST_DTYPES for x in op.outputs) or any(
+        x.dtype.name in _HOST_DTYPES for x in op.inputs)
+
+
 def supported(op) -> bool:
     """Whether `op` lowers into the IR (otherwise it runs through its reference)."""
     d = op.op_def
+    if d.kind == "host":
+        return False  # input pipelines, strings, control flow: host work by design
     for x in op.inputs:
         if x.dtype.name not in _NUMERIC_NAMES:
             return False  # float16, complex, strings: references only

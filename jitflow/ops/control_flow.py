@@ -239,12 +239,17 @@ class _Branch:
         self.targets = targets
         self.captures, self.hoisted, _ = _fn.analyze(region, outs, [], targets)
         self.cap_index: list = []
+        self.saved: list = []   # branch tensors its gradient reads, kept when it runs
         self._sub = None
+        self._sub_saved = -1
 
     @property
     def sub(self):
-        if self._sub is None:
-            self._sub = _fn.SubPlan(self.region, self.outs, self.captures, self.targets)
+        """The branch's sub-plan: its outputs, then the saved tensors."""
+        if self._sub is None or self._sub_saved != len(self.saved):
+            self._sub = _fn.SubPlan(self.region, self.outs + self.saved, self.captures,
+                                    self.targets)
+            self._sub_saved = len(self.saved)
         return self._sub
 
 
@@ -263,24 +268,29 @@ class _CondSpec:
 def _if_infer(op):
     _check_pred(op)
     spec = op.attrs["cond"]
-    return [(t.dtype, s) for t, s in zip(spec.branches[0].outs, spec.shapes)]
+    # the last output keeps the values of the taken branch that its gradient reads
+    return [(t.dtype, s) for t, s in zip(spec.branches[0].outs, spec.shapes)] + \
+        [(_dtypes.variant, TensorShape([]))]
 
 
 def _if_ref(op, pred, *caps, ctx):
     spec = op.attrs["cond"]
     caps = _fn.resolve_inputs(caps, ctx)
     br = spec.branches[0 if bool(pred) else 1]
-    return tuple(br.sub.run([caps[i] for i in br.cap_index], ctx))
+    vals = br.sub.run([caps[i] for i in br.cap_index], ctx)
+    n = len(br.outs)
+    return tuple(vals[:n]) + (_fn.box(vals[n:]),)
 
 
 class _CondGradSpec:
     def __init__(self, subs: list, cap_grad_index: list, n_caps: int) -> None:
-        self.subs = subs                      # per branch: (SubPlan, output per fetch, caps)
+        # per branch: (SubPlan, output per fetch, capture indices, saved positions)
+        self.subs = subs
         self.cap_grad_index = cap_grad_index  # union capture index of each IfGrad output
         self.n_caps = n_caps
 
     def nested_writes(self) -> set:
-        return set().union(*(sub.writes for sub, _, _ in self.subs))
+        return set().union(*(sub.writes for sub, _, _, _ in self.subs))
 
     def __repr__(self) -> str:
         return "<branch gradients>"
@@ -290,7 +300,7 @@ def _if_grad(op, *gs):
     spec = op.attrs["cond"]
     graph = op.graph
     caps = list(op.inputs[1:])
-    diff_out = [k for k, t in enumerate(op.outputs) if _fn.is_differentiable(t)]
+    diff_out = [k for k, t in enumerate(op.outputs[:-1]) if _fn.is_differentiable(t)]
     diff_cap = [j for j, t in enumerate(caps) if _fn.is_differentiable(t)]
     if not diff_out or not diff_cap:
         return [None] * len(op.inputs)
@@ -313,11 +323,17 @@ def _if_grad(op, *gs):
     built = []
     for br, fetch, where, br_caps, g_phs_ in subs:
         region = _fn.Region(graph, also=[br.region, back])
-        built.append((_fn.SubPlan(region, fetch, br_caps + g_phs_), where, br.cap_index))
+        saved = _fn.saved_for_backward(br.region, back, fetch, br_caps + g_phs_)
+        for t in saved:
+            if t not in br.saved:
+                br.saved.append(t)
+        pos = [br.saved.index(t) for t in saved]
+        built.append((_fn.SubPlan(region, fetch, br_caps + saved + g_phs_), where,
+                      br.cap_index, pos))
     gspec = _CondGradSpec(built, diff_cap, len(caps))
     g_in = [gs[k] for k in diff_out]
-    gop = graph.create_op("IfGrad", [op.inputs[0]] + caps + g_in, {"grad": gspec},
-                          name="IfGrad")
+    gop = graph.create_op("IfGrad", [op.inputs[0]] + caps + g_in + [op.outputs[-1]],
+                          {"grad": gspec}, name="IfGrad")
     out = [None] * len(op.inputs)
     for i, j in enumerate(diff_cap):
         out[1 + j] = gop.outputs[i]
@@ -333,9 +349,10 @@ def _if_grad_infer(op):
 def _if_grad_ref(op, pred, *rest, ctx):
     spec = op.attrs["grad"]
     caps_all = _fn.resolve_inputs(rest[:spec.n_caps], ctx)
-    g_in = list(rest[spec.n_caps:])
-    sub, where, cap_index = spec.subs[0 if bool(pred) else 1]
-    vals = sub.run([caps_all[i] for i in cap_index] + g_in, ctx)
+    g_in = list(rest[spec.n_caps:-1])
+    kept = _fn.unbox(rest[-1])
+    sub, where, cap_index, pos = spec.subs[0 if bool(pred) else 1]
+    vals = sub.run([caps_all[i] for i in cap_index] + [kept[k] for k in pos] + g_in, ctx)
     out = [None] * len(spec.cap_grad_index)
     for w, v in zip(where, vals):
         out[w] = _fn.add_values(out[w], v)
@@ -450,13 +467,19 @@ class _LoopSpec:
         self.back_prop = back_prop
         self.captures, self.hoisted, _ = _fn.analyze(region, outs + [next_pred], phs)
         self.traced = False   # set when a gradient needs each iteration's loop variables
+        self.saved: list = []  # body tensors the gradients read: kept for each iteration
         self._sub = None
+        self._sub_saved = -1
 
     @property
     def sub(self):
-        if self._sub is None:
-            self._sub = _fn.SubPlan(self.region, self.outs + [self.next_pred],
-                                    self.phs + self.captures)
+        """The body's sub-plan: the next loop variables, the next predicate, then the saved
+        tensors (while a gradient of the loop exists)."""
+        n = len(self.saved) if self.traced and self.back_prop else 0
+        if self._sub is None or self._sub_saved != n:
+            self._sub = _fn.SubPlan(self.region, self.outs + [self.next_pred]
+                                    + self.saved[:n], self.phs + self.captures)
+            self._sub_saved = n
         return self._sub
 
     def nested_writes(self) -> set:
@@ -552,9 +575,11 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         op = graph.create_op("While", inits + [pred0, limit] + spec.captures,
                              {"body": spec, "parallel_iterations": int(parallel_iterations)},
                              name="Exit", control_inputs=spec.hoisted)
-        out = _rewrap(loop_vars, list(op.outputs[:len(inits)]))
-        if not single and not return_same_structure and len(out) == 1:
-            return out[0]
+        # TF1 packs the result in the structure the body returned (a tuple body on list
+        # loop_vars gives a tuple) and unpacks a result of one tensor
+        out = _rewrap(new, list(op.outputs[:len(inits)]))
+        if not single and not return_same_structure and len(inits) == 1:
+            return _flatten(out)[0]
         return out
 
 
@@ -578,12 +603,13 @@ def _while_ref(op, *args, ctx):
     limit = int(vals[n + 1])
     caps = vals[n + 2:]
     trace = [] if spec.traced and spec.back_prop else None
-    sub = spec.sub
+    run = spec.sub.runner(ctx) if pred and limit != 0 else None
     i = 0
     while pred and (limit < 0 or i < limit):
+        res = run(cur + caps)
         if trace is not None:
-            trace.append(cur)
-        res = sub.run(cur + caps, ctx)
+            # each iteration's loop variables and the body values its gradient reads
+            trace.append((cur, res[n + 1:]))
         cur = res[:n]
         pred = bool(res[n])
         i += 1
@@ -591,12 +617,14 @@ def _while_ref(op, *args, ctx):
 
 
 class _LoopGradSpec:
-    def __init__(self, sub, diff: list, diff_cap: list, where: list, n_caps: int) -> None:
-        self.sub = sub            # backward body: (loop vars, captures, grads) -> grads
+    def __init__(self, sub, diff: list, diff_cap: list, where: list, n_caps: int,
+                 saved_pos: list) -> None:
+        self.sub = sub            # backward body: (loop vars, captures, saved, grads) -> grads
         self.diff = diff          # loop variable indices with a gradient
         self.diff_cap = diff_cap  # capture indices with a gradient
         self.where = where        # per fetch: ("var", k) or ("cap", j) (positions in outputs)
         self.n_caps = n_caps
+        self.saved_pos = saved_pos  # positions in the forward spec's saved tensors
 
     def nested_writes(self) -> set:
         return self.sub.writes
@@ -630,8 +658,14 @@ def _while_grad(op, *gs):
         fetch.append(g)
         where.append(i)   # position among the WhileGrad outputs (vars first, then captures)
     region = _fn.Region(graph, also=[spec.region, back])
-    sub = _fn.SubPlan(region, fetch, spec.phs + caps + g_phs)
-    gspec = _LoopGradSpec(sub, diff, diff_cap, where, len(caps))
+    feeds = spec.phs + caps + g_phs
+    saved = _fn.saved_for_backward(spec.region, back, fetch, feeds)
+    for t in saved:
+        if t not in spec.saved:
+            spec.saved.append(t)
+    saved_pos = [spec.saved.index(t) for t in saved]
+    sub = _fn.SubPlan(region, fetch, spec.phs + caps + saved + g_phs)
+    gspec = _LoopGradSpec(sub, diff, diff_cap, where, len(caps), saved_pos)
     spec.traced = True
     g_in = [gs[k] for k in diff]
     gop = graph.create_op("WhileGrad", [op.outputs[n]] + caps + g_in, {"grad": gspec},
@@ -661,14 +695,16 @@ def _while_grad_ref(op, trace, *rest, ctx):
     g = list(rest[spec.n_caps:])
     nd = len(spec.diff)
     acc = [None] * len(spec.diff_cap)
-    for cur in reversed(trace):
-        vals = spec.sub.run(list(cur) + caps + g, ctx)
+    pos = spec.saved_pos
+    run = spec.sub.runner(ctx) if trace else None
+    for cur, kept in reversed(trace):
+        vals = run(list(cur) + caps + [kept[k] for k in pos] + g)
         new_g = [None] * nd
         for w, v in zip(spec.where, vals):
             if w < nd:
                 new_g[w] = v
             else:
-                acc[w - nd] = _fn.add_values(acc[w - nd], v)
+                acc[w - nd] = _fn.accumulate(acc[w - nd], v)
         g = [_fn.zeros_for(cur[k]) if v is None else v for v, k in zip(new_g, spec.diff)]
     return tuple(g) + tuple(_fn.zeros_for(caps[j]) if a is None else a
                             for a, j in zip(acc, spec.diff_cap))

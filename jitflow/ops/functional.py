@@ -15,11 +15,13 @@ trip count) or, when it writes variables or reads ones the run has already writt
 through the run's context, so reads and writes stay in order and a failed run still changes
 nothing.
 
-Gradients recompute: a `While` keeps each iteration's loop variables (its `trace` output), and
-its gradient is a `WhileGrad` op that runs the body's backward sub-plan from the last iteration
-to the first, summing the captures' gradients. The backward sub-plan contains the forward body
-ops it needs, so their intermediates are recomputed rather than stored. An `If`'s gradient is
-an `IfGrad` op that runs the taken branch's backward sub-plan.
+Gradients keep what they need, as TF1 does: a `While` keeps each iteration's loop variables and
+the body values its backward ops read (its `trace` output), and its gradient is a `WhileGrad`
+op that runs the body's backward sub-plan from the last iteration to the first, summing the
+captures' gradients. Nothing of the forward body runs again (constants aside), so a dropout
+mask or an assignment in the body is drawn or done once. An `If` keeps the taken branch's
+values the same way (its last output), and its gradient is an `IfGrad` op that runs the taken
+branch's backward sub-plan.
 """
 from __future__ import annotations
 
@@ -39,15 +41,22 @@ _READ_ONLY = {"VariableV2", "IsVariableInitialized", "VariableOrInitialValue"}
 
 
 # -- variant values -------------------------------------------------------------------------------
+_OBJECT = np.dtype(object)
+
+
 def box(value) -> np.ndarray:
     """A Python object as a rank-0 object array (how variant tensors carry values)."""
-    a = np.empty((), dtype=object)
+    a = np.empty((), dtype=_OBJECT)
     a[()] = value
     return a
 
 
+def is_boxed(a) -> bool:
+    return type(a) is np.ndarray and a.dtype is _OBJECT and a.ndim == 0
+
+
 def unbox(a):
-    return a[()] if isinstance(a, np.ndarray) and a.dtype == object and a.ndim == 0 else a
+    return a[()] if type(a) is np.ndarray and a.dtype is _OBJECT and a.ndim == 0 else a
 
 
 def is_differentiable(t: Tensor) -> bool:
@@ -56,8 +65,8 @@ def is_differentiable(t: Tensor) -> bool:
 
 def zeros_for(value):
     """Zeros shaped like a run-time value (a variant's zero is its own `zeros()`)."""
-    v = unbox(value)
-    if isinstance(value, np.ndarray) and value.dtype == object and value.ndim == 0:
+    if is_boxed(value):
+        v = unbox(value)
         return box(v.zeros() if hasattr(v, "zeros") else None)
     return np.zeros_like(value)
 
@@ -68,7 +77,7 @@ def add_values(a, b):
         return b
     if b is None:
         return a
-    if isinstance(a, np.ndarray) and a.dtype == object and a.ndim == 0:
+    if is_boxed(a):
         x, y = unbox(a), unbox(b)
         if x is None:
             return b
@@ -76,6 +85,30 @@ def add_values(a, b):
             return a
         return box(x.add(y))
     return a + b
+
+
+def accumulate(acc, v):
+    """`acc + v` for a running sum the caller owns: the first value is copied, later ones are
+    added in place (arrays; TensorArray gradients entry by entry)."""
+    if v is None:
+        return acc
+    if acc is None:
+        if is_boxed(v):
+            x = unbox(v)
+            return box(x.copy()) if hasattr(x, "copy") else v
+        return np.array(v, copy=True)
+    if is_boxed(acc):
+        x, y = unbox(acc), unbox(v)
+        if y is None:
+            return acc
+        if x is None:
+            return accumulate(None, v)
+        x.add_into(y)
+        return acc
+    if isinstance(acc, np.ndarray) and acc.ndim and np.shape(v) == acc.shape:
+        np.add(acc, v, out=acc)
+        return acc
+    return acc + v
 
 
 # -- regions --------------------------------------------------------------------------------------
@@ -212,6 +245,83 @@ def _region_ops(region: Region, fetches: list, targets: list, fed: set) -> list:
     return order
 
 
+# Forward ops a backward pass recomputes rather than keeps: cheap, deterministic and stateless
+# (elementwise math, shapes, data movement). Everything else a backward op reads (matmuls,
+# reductions, random draws, stateful and host ops) is kept by the forward pass.
+_RECOMPUTE_KINDS = ("elementwise", "shape", "source")
+_RECOMPUTE_TYPES = {"ConcatV2", "Split", "Slice", "StridedSlice", "Pack", "Unpack", "Transpose",
+                    "Fill", "BroadcastReduced", "ReverseV2", "Tile", "PadV2", "OneHot",
+                    "IdentityN"}
+
+
+def _recomputable(op: Operation) -> bool:
+    d = op.op_def
+    if d.stateful or op.type in ("LoopVar", "Placeholder"):
+        return False
+    return d.kind in _RECOMPUTE_KINDS or op.type in _RECOMPUTE_TYPES
+
+
+def saved_for_backward(forward: Region, back: Region, fetches: list, feeds: list) -> list:
+    """The tensors of a forward body that its backward pass keeps from the forward pass, as
+    TF1 keeps a loop's intermediates in stacks: the outputs of the forward ops the backward
+    needs that are not cheap to recompute (matmuls, reductions, random draws, stateful and
+    host ops). So random draws and stateful ops in the body never run again, and the cheap
+    elementwise ops between them fuse into the backward kernels instead of being stored."""
+    graph = forward.graph
+    fed = set(feeds)
+    region = Region(graph, also=[forward, back])
+    saved: list = []
+    while True:
+        ops = _region_ops(region, fetches, [], fed)
+        used = {t for op in ops for t in op.inputs} | set(fetches)
+        new = []
+        for op in ops:
+            if back.contains(op) or not forward.contains(op) or _recomputable(op):
+                continue
+            if op.type == "VariableV2":
+                continue
+            for t in op.outputs:
+                if t not in fed and t in used:
+                    new.append(t)
+        if not new:
+            return saved
+        for t in new:
+            fed.add(t)
+            saved.append(t)
+
+
+def _clustered(ops: list, fed: set) -> list:
+    """`ops` re-sorted so that host ops (TensorArray reads and writes, nested control flow)
+    split the compiled ops into few runs: between two host ops every ready compiled op runs,
+    and at such a boundary every ready host op runs first (a read feeding the body goes before
+    the body, a write of its result after it). Each run is one native call per iteration."""
+    index = {op: i for i, op in enumerate(ops)}
+    waiting = {}
+    users: dict = {}
+    for op in ops:
+        deps = {t.op for t in op.inputs if t not in fed and t.op in index}
+        deps |= {c for c in op._control_inputs if c in index}
+        waiting[op] = len(deps)
+        for d in deps:
+            users.setdefault(d, []).append(op)
+    ready_c = [op for op in ops if waiting[op] == 0 and op.op_def.kind != "host"]
+    ready_h = [op for op in ops if waiting[op] == 0 and op.op_def.kind == "host"]
+    out = []
+    boundary = True
+    while ready_c or ready_h:
+        # keep the original order among ready ops of a kind (ties broken by position)
+        pool = ready_h if ready_h and (boundary or not ready_c) else ready_c
+        boundary = pool is ready_h
+        pool.sort(key=index.__getitem__, reverse=True)
+        op = pool.pop()
+        out.append(op)
+        for u in users.get(op, ()):
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                (ready_c if u.op_def.kind != "host" else ready_h).append(u)
+    return out if len(out) == len(ops) else ops
+
+
 class SubPlan:
     """A region's ops computing `fetches` from `feeds`, runnable many times per outer run."""
 
@@ -219,6 +329,8 @@ class SubPlan:
         graph = region.graph
         fed = set(feeds)
         ops = _region_ops(region, fetches, list(targets), fed)
+        if not any(_writes_variable(op) for op in ops):
+            ops = _clustered(ops, fed)   # the order of reads and writes is left alone
         computed = [t for t in fetches if t not in fed]
         self.feeds = list(feeds)
         self.fetches = list(fetches)
@@ -234,8 +346,42 @@ class SubPlan:
                                                               self.plan_feed_pos], ops)
         self.writes = {v for op in ops for v in _writes_variable(op)}
         self.reads = {op for op in ops if op.type == "VariableV2"}
-        self.npdtypes = [None if t.dtype is _dtypes.variant else t.dtype.as_numpy_dtype
+        self.npdtypes = [None if t.dtype is _dtypes.variant else np.dtype(t.dtype.as_numpy_dtype)
                          for t in self.plan.feeds]
+
+    def runner(self, ctx):
+        """A function running this sub-plan many times in the run context `ctx` (a loop's
+        iterations): what `run` decides per call (compiled or op by op, which executable) is
+        decided once. The body writes no variable, so the decision holds for the loop."""
+        plan = self.plan
+        if not (plan.ops or plan.fetches) or self.writes or (
+                ctx.pending and not self.reads.isdisjoint(ctx.pending)):
+            return lambda values: self.run(values, ctx)
+        store = ctx.store
+        ex = self._executable(store)
+        run_body = getattr(ex, "run_body", None)
+        pos, dts, where = self.plan_feed_pos, self.npdtypes, self.where
+        feed_only = all(k == "feed" for k, _ in where)
+
+        def call(values: list) -> list:
+            vals = []
+            for i, d in zip(pos, dts):
+                v = values[i]
+                if d is not None and not (type(v) is np.ndarray and v.dtype is d):
+                    v = _as_array(v, d)
+                vals.append(v)
+            out = ex(vals, store) if run_body is None else run_body(vals, store, ctx)
+            if feed_only:
+                return [values[i] for _, i in where]
+            return [out[i] if k == "out" else values[i] for k, i in where]
+        return call
+
+    def _executable(self, store):
+        """This sub-plan's executable on the store's backend (compiled once per store)."""
+        ex = store.subplans.get(self)
+        if ex is None:
+            ex = store.subplans[self] = store.backend.compile(self.plan)
+        return ex
 
     def run(self, values: list, ctx) -> list:
         """The fetches' values given the feeds' `values`, in the run context `ctx`."""
@@ -244,11 +390,10 @@ class SubPlan:
             vals = [values[i] for i in self.plan_feed_pos]
             store = ctx.store
             if not self.writes and not (ctx.pending and not self.reads.isdisjoint(ctx.pending)):
-                ex = store.subplans.get(self)
-                if ex is None:
-                    ex = store.subplans[self] = store.backend.compile(plan)
+                ex = self._executable(store)
                 vals = [v if d is None else _as_array(v, d) for v, d in zip(vals, self.npdtypes)]
-                out = ex(vals, store)
+                run_body = getattr(ex, "run_body", None)
+                out = ex(vals, store) if run_body is None else run_body(vals, store, ctx)
             else:
                 from jitflow.interpreter import run_reference_step
                 env = dict(zip(plan.feeds, vals))
@@ -265,8 +410,8 @@ class SubPlan:
         return [values[i] if k == "feed" else out[i] for k, i in self.where]
 
 
-def _as_array(v, npd):
-    if type(v) is np.ndarray and v.dtype == npd:
+def _as_array(v, npd: np.dtype):
+    if type(v) is np.ndarray and (v.dtype is npd or v.dtype == npd):
         return v
     return np.asarray(v, dtype=npd)
 

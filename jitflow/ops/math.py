@@ -747,8 +747,8 @@ def _cmp(op_type, npfn, fn, allowed=_NUMERIC):
 
 
 _CMP_FNS: dict = {}
-_cmp("Equal", np.equal, "eq", _NUMERIC + ("bool",))
-_cmp("NotEqual", np.not_equal, "ne", _NUMERIC + ("bool",))
+_cmp("Equal", np.equal, "eq", _NUMERIC + ("bool", "string"))
+_cmp("NotEqual", np.not_equal, "ne", _NUMERIC + ("bool", "string"))
 _cmp("Less", np.less, "lt")
 _cmp("LessEqual", np.less_equal, "le")
 _cmp("Greater", np.greater, "gt")

@@ -20,8 +20,8 @@ from jitflow.compiler.lower import Pending, Unsupported
 from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.ops.math import (
     _FLOATS, _NUMERIC, abs, add, broadcast_reduced, cast, check_dtype, equal, exp, floor,
-    greater, greater_equal, less, log1p, logical_and, maximum, multiply, rsqrt, scalar_like, square,
-    squared_difference, stop_gradient, unary_infer, unbroadcast, where_v2,
+    greater, greater_equal, less, log1p, logical_and, maximum, minimum, multiply, rsqrt,
+    scalar_like, square, squared_difference, stop_gradient, unary_infer, unbroadcast, where_v2,
 )
 from jitflow.ops.reduce import _legacy, normalize_axis, reduce_mean, reduce_sum
 from jitflow.ops.registry import Example, register
@@ -519,10 +519,51 @@ def softmax_cross_entropy_with_logits_v2(labels, logits, axis=None, name: Option
         logits = convert_to_tensor(logits, name="logits")
         labels = convert_to_tensor(labels, dtype=None if isinstance(labels, Tensor)
                                    else logits.dtype, name="labels")
-        (a,) = normalize_axis(logits, -1 if axis is None else axis, "softmax")
-        op = make_op("SoftmaxCrossEntropyWithLogits", [logits, labels], {"axis": a},
-                     name=scope)
-        return op.outputs[0]
+        if labels.dtype != logits.dtype:
+            labels = cast(labels, logits.dtype)  # TF casts the labels to the logits' dtype
+        lr, br = logits.shape.ndims, labels.shape.ndims
+        # same shapes (or ranks unknown when the graph is built): the op itself, along `axis`
+        if lr is None or br is None or (lr == br
+                                        and logits.shape.is_compatible_with(labels.shape)):
+            (a,) = normalize_axis(logits, -1 if axis is None else axis, "softmax")
+            op = make_op("SoftmaxCrossEntropyWithLogits", [logits, labels], {"axis": a},
+                         name=scope)
+            return op.outputs[0]
+        return _xent_flattened(labels, logits, axis, scope)
+
+
+def _xent_flattened(labels: Tensor, logits: Tensor, axis, scope: str) -> Tensor:
+    """TF's rule for labels and logits of other shapes: both are flattened to
+    [-1, classes] (classes along the last axis), the 2-D op broadcasts them, and the loss takes
+    the shape of the logits without their last axis (labels [b, 1, c] with logits [b, c] run;
+    an outer size that is neither equal nor 1 is an error)."""
+    from jitflow.ops.array import reshape, shape as shape_of, strided_slice
+    lr = logits.shape.ndims
+    if axis is not None and axis != -1 and (lr is None or axis != lr - 1):
+        raise ValueError(f"softmax_cross_entropy_with_logits: axis {axis} needs labels of the "
+                         f"logits' shape {logits.shape}, got {labels.shape}")
+
+    def flat(t: Tensor) -> Tensor:
+        dims = t.shape.as_tuple()
+        if dims is not None and len(dims) >= 1 and dims[-1] is not None:
+            return reshape(t, [-1, dims[-1]])
+        return reshape(t, stack_shape(t))
+
+    def stack_shape(t: Tensor) -> Tensor:
+        from jitflow.ops.array import concat
+        last = strided_slice(shape_of(t), [-1], [0], [1], end_mask=1)
+        return concat([np.array([-1], np.int32), last], 0)
+
+    cost = make_op("SoftmaxCrossEntropyWithLogits", [flat(logits), flat(labels)],
+                   {"axis": 1}, name="SoftmaxCrossEntropyWithLogits").outputs[0]
+    dims = logits.shape.as_tuple()
+    if dims is not None and sum(d is None for d in dims[:-1]) <= 1:
+        return reshape(cost, [-1 if d is None else d for d in dims[:-1]], name=scope)
+    out_shape = strided_slice(shape_of(logits), [0], [-1], [1], begin_mask=1)
+    out = reshape(cost, out_shape, name=scope)
+    if dims is not None:
+        out.set_shape(dims[:-1])
+    return out
 
 
 def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, dim=-1,
@@ -906,15 +947,24 @@ def in_top_k(predictions, targets, k: int, name: Optional[str] = None) -> Tensor
 
 def embedding_lookup(params, ids, partition_strategy: str = "mod", name: Optional[str] = None,
                      validate_indices: bool = True, max_norm=None) -> Tensor:
-    """`tf.nn.embedding_lookup`: rows of `params` at `ids` (one shard; a gather on axis 0),
-    rescaled to l2 norm at most `max_norm` when given."""
+    """`tf.nn.embedding_lookup`: rows of `params` at `ids` (a gather on axis 0), rescaled to
+    l2 norm at most `max_norm` when given. A list of params is one table split in shards by
+    `partition_strategy` ("mod": id i is row i // n of shard i % n; "div": contiguous
+    blocks, the first shards one row longer)."""
     from jitflow.ops.array import gather
     if isinstance(params, (list, tuple)):
-        if len(params) != 1:
-            raise NotImplementedError("embedding_lookup supports a single params tensor")
-        params = params[0]
+        if not params:
+            raise ValueError("Need at least one param")
+        if partition_strategy not in ("mod", "div"):
+            raise ValueError(f"Unrecognized partition strategy: {partition_strategy}")
+        if len(params) == 1:
+            params = params[0]
     with name_scope(name, "embedding_lookup", [params, ids]) as scope:
-        rows = gather(params, ids, name=None if max_norm is not None else scope)
+        if isinstance(params, (list, tuple)):
+            rows = _sharded_lookup(list(params), ids, partition_strategy,
+                                   None if max_norm is not None else scope)
+        else:
+            rows = gather(params, ids, name=None if max_norm is not None else scope)
         if max_norm is None:
             return rows
         from jitflow.ops.linalg import clip_by_norm
@@ -922,6 +972,44 @@ def embedding_lookup(params, ids, partition_strategy: str = "mod", name: Optiona
         if r is None:
             raise ValueError("embedding_lookup with max_norm needs params of known rank")
         return clip_by_norm(rows, max_norm, axes=list(range(_ids_rank(ids), r)), name=scope)
+
+
+def _sharded_lookup(params: list, ids, strategy: str, name) -> Tensor:
+    """Rows of a table split in shards: each shard is gathered at the ids it owns (others
+    clipped into range) and the rows selected by owner, so the lookup and its gradient stay
+    dense gathers and selects that compile, without a partition/stitch on the host."""
+    from jitflow.ops.array import expand_dims, gather, shape as shape_of
+    from jitflow.ops.math import add_n
+    ps = [convert_to_tensor(p, name="params") for p in params]
+    ids = convert_to_tensor(ids, name="ids")
+    n = len(ps)
+    sizes = [p.shape.as_tuple()[0] if p.shape.ndims else None for p in ps]
+    sizes = [scalar_like(s, ids) if s is not None else cast(shape_of(p)[0], ids.dtype)
+             for s, p in zip(sizes, ps)]
+    one = scalar_like(1, ids)
+    if strategy == "mod":
+        owner = ids % scalar_like(n, ids)
+        local = ids // scalar_like(n, ids)
+    else:
+        total = add_n(sizes) if n > 1 else sizes[0]
+        per = total // scalar_like(n, ids)
+        extras = total % scalar_like(n, ids)
+        owner = maximum(ids // (per + one), (ids - extras) // per)
+        first = cast(less(owner, extras), ids.dtype)
+        local = first * (ids % (per + one)) + (one - first) * ((ids - extras) % per)
+    rank = ps[0].shape.ndims
+    if rank is None:
+        raise ValueError("embedding_lookup over several shards needs params of known rank")
+    out = None
+    for i, (p, size) in enumerate(zip(ps, sizes)):
+        safe = maximum(scalar_like(0, ids), minimum(local, size - one))
+        rows = gather(p, safe)
+        mine = equal(owner, scalar_like(i, ids))
+        for _ in range(rank - 1):
+            mine = expand_dims(mine, -1)
+        out = where_v2(mine, rows, scalar_like(0, rows) if out is None else out,
+                       name=name if i == n - 1 else None)
+    return out
 
 
 def _ids_rank(ids) -> int:

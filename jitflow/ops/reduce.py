@@ -23,9 +23,11 @@ from jitflow.ops.registry import Example, register
 from jitflow.shapes import TensorShape
 
 __all__ = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_any",
-           "reduce_all", "reduce_logsumexp", "argmax", "argmin", "count_nonzero"]
+           "reduce_all", "reduce_logsumexp", "argmax", "argmin", "count_nonzero", "arg_max",
+           "arg_min"]
 
-NAMESPACES = {"math": __all__ + ["reduce_variance", "reduce_std"]}
+NAMESPACES = {"math": [n for n in __all__ if not n.startswith("arg_")]
+              + ["reduce_variance", "reduce_std"]}
 
 
 # -- axis handling -------------------------------------------------------------------------------
@@ -472,3 +474,13 @@ def argmin(input, axis=None, name: Optional[str] = None, dimension=None,
     return _arg("ArgMin", input, axis, name, dimension, output_type)
 
 
+def arg_max(input, dimension, output_type=_dtypes.int64,  # noqa: A002
+            name: Optional[str] = None) -> Tensor:
+    """`tf.arg_max`, TF1's older spelling of `tf.argmax` (`dimension` is required)."""
+    return _arg("ArgMax", input, None, name, dimension, output_type)
+
+
+def arg_min(input, dimension, output_type=_dtypes.int64,  # noqa: A002
+            name: Optional[str] = None) -> Tensor:
+    """`tf.arg_min`, TF1's older spelling of `tf.argmin` (`dimension` is required)."""
+    return _arg("ArgMin", input, None, name, dimension, output_type)

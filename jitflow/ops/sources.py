@@ -41,8 +41,14 @@ register(
 
 
 def _constant_array(value, dtype, shape, verify_shape: bool) -> np.ndarray:
-    if dtype is not None:
+    if dtype is not None and _dtypes.as_dtype(dtype) == _dtypes.string:
+        arr = _dtypes.as_bytes_array(value, "tf.constant")
+        dtype = _dtypes.string
+    elif dtype is not None:
         dtype = _dtypes.as_dtype(dtype)
+        if _dtypes.is_string_value(value):
+            raise TypeError(f"Expected {dtype.name}, got {value!r} of type "
+                            f"'{type(value).__name__}' instead.")
         src = np.asarray(value)
         if src.dtype.kind == "f" and dtype.is_integer and np.any(src != np.floor(src)):
             raise TypeError(f"Expected {dtype.name}, got {value!r} of type "
@@ -161,16 +167,62 @@ def _lower_fill(low, op, pos: int) -> None:
         dims = tuple(const_dim(d) if d else ("const", 0) for d in static)
     else:
         inf = low.shape_info(op.inputs[1])
-        if inf is None:
+        packed = _packed_dims(op.inputs[1])
+        if inf is not None:
+            ones, dims = inf.ones, inf.dims
+        elif packed is not None:
+            ones, dims = [], []
+            for d in packed:
+                if isinstance(d, int):
+                    ones.append(d == 1)
+                    dims.append(const_dim(d) if d else ("const", 0))
+                else:
+                    _, _, x_ones, x_dims, _ = low.expr(d[0], shape_only=True)
+                    ones.append(x_ones[d[1]])
+                    dims.append(x_dims[d[1]])
+            ones, dims = tuple(ones), tuple(dims)
+        else:
             raise Unsupported("fill to a computed shape")
-        ones, dims = inf.ones, inf.dims
     low.place(out, Pending(expr, dtype, ones, dims, reads, pos), pos)
+
+
+def _packed_dims(t):
+    """The dims of a shape built as `tf.stack([tf.shape(x)[k], 128, ...])` (what
+    `cell.zero_state(tf.shape(x)[0], ...)` makes): a list of ints and (x, k), or None."""
+    op = t.op
+    if op.type != "Pack" or op.attrs.get("axis", 0) != 0:
+        return None
+    out = []
+    for s in op.inputs:
+        if s.op.type == "Const":
+            v = s.op.attrs["value"]
+            if getattr(v, "ndim", 0) != 0:
+                return None
+            out.append(int(v))
+            continue
+        a = s.op.attrs
+        if (s.op.type != "StridedSlice" or a.get("shrink_axis_mask") != 1
+                or a.get("begin_mask") or a.get("end_mask") or a.get("ellipsis_mask")
+                or a.get("new_axis_mask") or tuple(a.get("strides") or ()) != (1,)
+                or s.op.inputs[0].op.type != "Shape"):
+            return None
+        x = s.op.inputs[0].op.inputs[0]
+        r = x.shape.ndims
+        k = (a.get("begin") or (None,))[0]
+        if r is None or k is None:
+            return None
+        k = k + r if k < 0 else k
+        if not 0 <= k < r:
+            return None
+        out.append((x, k))
+    return out
 
 
 def _fill_lowerable(op) -> bool:
     return op.inputs[0].shape.ndims == 0 and (
         op.attrs.get("dims") is not None or op.inputs[1].op.type == "Shape"
-        and op.inputs[1].op.inputs[0].shape.ndims is not None)
+        and op.inputs[1].op.inputs[0].shape.ndims is not None
+        or _packed_dims(op.inputs[1]) is not None)
 
 
 register("Fill", infer=_fill_infer, ref=_fill_ref,

@@ -1,9 +1,12 @@
 """`tf.TensorArray`: a list of tensors that flows through a graph as one variant value.
 
 Each operation returns a new TensorArray around a new *flow* tensor (dtype variant) holding a
-`TAValue`: a Python list of arrays, an entry per index (None: not written yet). Values are
-never changed in place, so a while loop can keep every iteration's arrays for its gradient and
-a run that fails changes nothing. Writing copies only the list of references.
+`TAValue`: a Python list of arrays, an entry per index (None: not written yet). As in TF1,
+where a TensorArray is a resource and the flow only orders its uses, the TensorArrays of one
+lineage share their entries: a write stores a copy of its value in place (a constant cost per
+write, whatever the size), each entry can be written once, and a TensorArray is made anew by
+every run, so a failed run leaves nothing behind. Gradients never need an earlier version: an
+entry, once written, does not change.
 
 Gradients follow TF1's rules: the gradient of a TensorArray is a TensorArray of gradients
 (an unwritten entry is zero): reading index i sends the read's gradient to entry i, stacking
@@ -34,13 +37,14 @@ __all__ = ["TensorArray"]
 class TAValue:
     """The run-time contents of a TensorArray (or of its gradient, where None means zero)."""
 
-    __slots__ = ("items", "dynamic", "elem_shape", "dtype")
+    __slots__ = ("items", "dynamic", "elem_shape", "dtype", "only")
 
-    def __init__(self, items: list, dynamic: bool, elem_shape, dtype) -> None:
+    def __init__(self, items: list, dynamic: bool, elem_shape, dtype, only=None) -> None:
         self.items = items
         self.dynamic = dynamic
         self.elem_shape = elem_shape   # tuple when fully known, else None
         self.dtype = dtype
+        self.only = only   # the one written index of a gradient made by a single read
 
     def zeros(self) -> "TAValue":
         return TAValue([None] * len(self.items), True, self.elem_shape, self.dtype)
@@ -51,6 +55,21 @@ class TAValue:
         b = other.items + [None] * (n - len(other.items))
         items = [x if y is None else y if x is None else x + y for x, y in zip(a, b)]
         return TAValue(items, self.dynamic, self.elem_shape or other.elem_shape, self.dtype)
+
+    def add_into(self, other: "TAValue") -> None:
+        """Add `other`'s entries to this gradient's, in place (this value is the caller's
+        own accumulator)."""
+        if len(other.items) > len(self.items):
+            self.items.extend([None] * (len(other.items) - len(self.items)))
+        pairs = [(other.only, other.items[other.only])] if other.only is not None else \
+            [(i, v) for i, v in enumerate(other.items) if v is not None]
+        for i, v in pairs:
+            x = self.items[i]
+            self.items[i] = v if x is None else x + v
+        self.elem_shape = self.elem_shape or other.elem_shape
+
+    def copy(self) -> "TAValue":
+        return TAValue(list(self.items), self.dynamic, self.elem_shape, self.dtype, self.only)
 
     def __repr__(self) -> str:
         return f"<TensorArray value of {len(self.items)}>"
@@ -99,7 +118,7 @@ def _write_ref(op, flow, index, value):
     i = int(index)
     if i < 0:
         raise _err(op, f"Tried to write to index {i} but it is negative")
-    items = list(ta.items)
+    items = ta.items
     if i >= len(items):
         if not ta.dynamic:
             raise _err(op, f"Tried to write to index {i} but array is not resizeable and size "
@@ -114,7 +133,8 @@ def _write_ref(op, flow, index, value):
                        f"{list(v.shape)} which is incompatible with the TensorArray's inferred "
                        f"element shape: {list(ta.elem_shape)}")
     items[i] = v
-    return box(TAValue(items, ta.dynamic, ta.elem_shape or v.shape, ta.dtype))
+    ta.elem_shape = ta.elem_shape or v.shape
+    return box(ta)
 
 
 def _read_ref(op, flow, index):
@@ -170,7 +190,12 @@ def _scatter_into(op, ta: TAValue, idx, value) -> TAValue:
     if value.ndim == 0 or value.shape[0] != len(idx):
         raise _err(op, f"Expected len(indices) == values.shape[0], but saw: {len(idx)} vs. "
                        f"{value.shape[0] if value.ndim else 0}")
-    items = list(ta.items)
+    if ta.elem_shape is not None and value.shape[1:] != ta.elem_shape:
+        raise _err(op, f"Could not scatter to TensorArray because the value shape is "
+                       f"{list(value.shape[1:])} which is incompatible with the TensorArray's "
+                       f"inferred element shape: {list(ta.elem_shape)}")
+    rows = np.array(value, copy=True)   # one copy; the entries are its rows
+    items = ta.items
     for k, i in enumerate(idx):
         i = int(i)
         if i < 0:
@@ -183,8 +208,9 @@ def _scatter_into(op, ta: TAValue, idx, value) -> TAValue:
         if items[i] is not None:
             raise _err(op, f"Could not write to TensorArray index {i} because it has already "
                            "been written to.")
-        items[i] = np.array(value[k], copy=True)
-    return TAValue(items, ta.dynamic, ta.elem_shape or value.shape[1:], ta.dtype)
+        items[i] = rows[k]
+    ta.elem_shape = ta.elem_shape or value.shape[1:]
+    return ta
 
 
 def _unstack_ref(op, flow, value):
@@ -236,12 +262,18 @@ def _split_ref(op, flow, value, lengths):
     if not ta.dynamic and n > len(ta.items):
         raise _err(op, f"Tried to split into {n} elements but array is not resizeable and size "
                        f"is: {len(ta.items)}")
-    items = list(ta.items) + [None] * max(0, n - len(ta.items))
+    items = ta.items
+    items.extend([None] * max(0, n - len(items)))
+    for i in range(n):
+        if items[i] is not None:
+            raise _err(op, f"Could not write to TensorArray index {i} because it has already "
+                           "been written to.")
+    rows = np.array(value, copy=True)
     start = 0
     for i, ln in enumerate(lengths):
-        items[i] = np.array(value[start:start + ln], copy=True)
+        items[i] = rows[start:start + ln]
         start += int(ln)
-    return box(TAValue(items, ta.dynamic, None, ta.dtype))
+    return box(ta)
 
 
 def _size_ref(op, flow):
@@ -268,11 +300,15 @@ def _concat_infer(op):
 
 
 # -- gradient ops: TensorArrays of gradients, None entries standing for zeros -------------------
-def _grad_read_ref(op, g_flow, index, like):
+def _grad_read_ref(op, g_flow, index, written):
+    """Entry `index` of a gradient TensorArray (zeros shaped like the entry the forward write
+    stored, read from the forward TensorArray that write made)."""
     g = unbox(g_flow)
     i = int(index)
     v = None if g is None or i >= len(g.items) else g.items[i]
-    return np.zeros_like(like) if v is None else v
+    if v is None:
+        return np.zeros_like(_ta(written).items[i])
+    return v
 
 
 def _grad_write_ref(op, flow, index, g):
@@ -280,7 +316,7 @@ def _grad_write_ref(op, flow, index, g):
     i = int(index)
     items = [None] * max(len(ta.items), i + 1)
     items[i] = np.asarray(g)
-    return box(TAValue(items, True, ta.elem_shape, ta.dtype))
+    return box(TAValue(items, True, ta.elem_shape, ta.dtype, only=i))
 
 
 def _grad_gather_ref(op, g_flow, indices, like):
@@ -314,12 +350,12 @@ def _grad_unstack_ref(op, flow, g):
     return box(TAValue([g[i] for i in range(g.shape[0])], True, ta.elem_shape, ta.dtype))
 
 
-def _grad_split_ref(op, flow, g):
+def _grad_split_ref(op, flow, g, lengths):
     ta = _ta(flow)
     g = np.asarray(g)
     items, start = [], 0
-    for v in ta.items:
-        n = 0 if v is None else v.shape[0]
+    for n in np.asarray(lengths).reshape(-1):
+        n = int(n)
         items.append(g[start:start + n])
         start += n
     return box(TAValue(items, True, None, ta.dtype))
@@ -357,7 +393,11 @@ def _like_infer(i):
 
 
 def _write_grad(op, g):
-    return [g, None, make_op("TensorArrayGradRead", [g, op.inputs[1], op.inputs[2]],
+    # the written entry's shape comes from the TensorArray the write made (kept by a loop's
+    # forward pass), so the read does not wait for the written value to be recomputed
+    v = op.inputs[2]
+    return [g, None, make_op("TensorArrayGradRead", [g, op.inputs[1], op.outputs[0]],
+                             {"dtype": v.dtype, "shape": v.shape},
                              name="TensorArrayGradRead").outputs[0]]
 
 
@@ -387,7 +427,7 @@ def _scatter_grad(op, g):
 
 
 def _concat_grad(op, g, _g_lengths=None):
-    return [make_op("TensorArrayGradSplit", [op.inputs[0], g],
+    return [make_op("TensorArrayGradSplit", [op.inputs[0], g, op.outputs[1]],
                     name="TensorArrayGradSplit").outputs[0]]
 
 
@@ -420,7 +460,8 @@ _reg("TensorArraySplitV3", lambda op: _FLOW, _split_ref, _split_grad,
      doc="The TensorArray with value split along axis 0 by `lengths`.")
 _reg("TensorArraySizeV3", lambda op: [(_dtypes.int32, TensorShape([]))], _size_ref,
      doc="The number of entries.")
-_reg("TensorArrayGradRead", _like_infer(2), _grad_read_ref)
+_reg("TensorArrayGradRead", lambda op: [(op.attrs["dtype"], op.attrs["shape"])],
+     _grad_read_ref)
 _reg("TensorArrayGradWrite", lambda op: _FLOW, _grad_write_ref)
 _reg("TensorArrayGradGather", _like_infer(2), _grad_gather_ref)
 _reg("TensorArrayGradStack", _like_infer(1), _grad_stack_ref)

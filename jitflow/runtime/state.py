@@ -1,4 +1,5 @@
-"""The variable store: the values of one session's variables and its random generators.
+"""The variable store: the values of one session's variables, its random generators and the
+host state of its input pipelines (queues, readers, iterators).
 
 A session owns one `VariableStore` and passes it to every executable its backend compiled; an
 executable is a function of a plan, the feed values and the store, never of the session.
@@ -11,6 +12,7 @@ drops the device copy, which the backend uploads again when it next needs it.
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -22,7 +24,7 @@ class VariableStore:
     """Variable values (host arrays, maybe device-resident) and random generators."""
 
     __slots__ = ("values", "rngs", "backend", "subplans", "device", "closed", "_to_host",
-                 "__weakref__")
+                 "resources", "lock", "__weakref__")
 
     def __init__(self, backend: Any = None) -> None:
         self.values: dict = {}      # var op -> host ndarray (stale where `device` is newer)
@@ -32,6 +34,10 @@ class VariableStore:
         self.device: dict = {}      # var op -> device array newer than values[var op]
         self._to_host: Optional[Callable] = None   # device array -> ndarray
         self.closed = False         # set when the owning session closes
+        # host state of input pipelines (iterators, queues, readers), keyed by their op, and
+        # the lock a run takes to create one
+        self.resources: dict = {}
+        self.lock = threading.RLock()
 
     # -- reading ----------------------------------------------------------------------------
     def __contains__(self, var_op) -> bool:

@@ -1,7 +1,5 @@
-"""`tf.train.Coordinator` and `start_queue_runners`: thread coordination for TF1 input loops.
-
-jitflow has no queue runners (feeds come through `feed_dict`), so `start_queue_runners`
-starts nothing; the Coordinator works as TF1's for the user's own threads.
+"""`tf.train.Coordinator`: thread coordination for TF1 input loops (queue runners, the user's
+own threads): a stop request every thread sees, the first error re-raised at `join`.
 """
 from __future__ import annotations
 
@@ -9,7 +7,7 @@ import threading
 import time
 from typing import Optional
 
-__all__ = ["Coordinator", "start_queue_runners", "LooperThread"]
+__all__ = ["Coordinator", "LooperThread"]
 
 
 class Coordinator:
@@ -114,9 +112,3 @@ class LooperThread(threading.Thread):
                     self._target_fn(*self._args, **self._kwargs)
                 if self._interval is None or self._coord.wait_for_stop(self._interval):
                     break
-
-
-def start_queue_runners(sess=None, coord=None, daemon: bool = True, start: bool = True,
-                        collection: str = "queue_runners") -> list:
-    """Accepted for compatibility: jitflow has no queue runners, so no threads start."""
-    return []

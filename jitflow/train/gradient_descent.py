@@ -18,3 +18,8 @@ class GradientDescentOptimizer(Optimizer):
     def _apply_dense(self, grad, var):
         lr = self._hyper("learning_rate", self._learning_rate, var.dtype)
         return assign_sub(var, lr * grad, read_value=False)
+
+    def _apply_sparse(self, values, indices, var):
+        from jitflow.train.sparse_apply import apply_sparse_gradient_descent
+        lr = self._hyper("learning_rate", self._learning_rate, var.dtype)
+        return apply_sparse_gradient_descent(var, lr, values, indices)

@@ -6,7 +6,8 @@ from typing import Optional
 from jitflow.graph import Tensor, convert_to_tensor, name_scope
 
 __all__ = ["exponential_decay", "inverse_time_decay", "natural_exp_decay", "polynomial_decay",
-           "piecewise_constant", "cosine_decay"]
+           "piecewise_constant", "cosine_decay", "piecewise_constant_decay",
+           "cosine_decay_restarts", "linear_cosine_decay", "noisy_linear_cosine_decay"]
 
 
 def _ops():
@@ -139,3 +140,70 @@ def cosine_decay(learning_rate, global_step, decay_steps, alpha=0.0,
         cosine = _as_float(0.5, dt) * (_as_float(1.0, dt) + ops.cos(
             _as_float(3.141592653589793, dt) * step / steps))
         return ops.multiply(lr, (_as_float(1.0, dt) - a) * cosine + a, name=scope)
+
+
+def piecewise_constant_decay(x, boundaries, values, name: Optional[str] = None):
+    """`tf.train.piecewise_constant_decay`: the same as `piecewise_constant`."""
+    return piecewise_constant(x, boundaries, values, name=name)
+
+
+def cosine_decay_restarts(learning_rate, global_step, first_decay_steps, t_mul=2.0,
+                          m_mul=1.0, alpha=0.0, name: Optional[str] = None):
+    """Cosine decay with warm restarts (SGDR): periods `t_mul` times longer each restart,
+    their peaks `m_mul` times lower."""
+    import math
+    _check_step(global_step)
+    ops = _ops()
+    with name_scope(name, "SGDRDecay") as scope:
+        lr = _as_float(learning_rate, name="learning_rate")
+        dt = lr.dtype
+        frac = ops.cast(global_step, dt) / _as_float(first_decay_steps, dt)
+        if float(t_mul) == 1.0:
+            i_restart = ops.floor(frac)
+            frac = frac - i_restart
+        else:
+            t = float(t_mul)
+            i_restart = ops.floor(ops.log(1.0 - frac * (1.0 - t)) / math.log(t))
+            sum_r = (1.0 - ops.pow(_as_float(t, dt), i_restart)) / (1.0 - t)
+            frac = (frac - sum_r) / ops.pow(_as_float(t, dt), i_restart)
+        m_fac = ops.pow(_as_float(float(m_mul), dt), i_restart)
+        cosine = 0.5 * m_fac * (1.0 + ops.cos(math.pi * frac))
+        a = _as_float(alpha, dt)
+        return ops.multiply(lr, (1.0 - a) * cosine + a, name=scope)
+
+
+def _linear_cosine(global_step, decay_steps, num_periods, ops, dt):
+    import math
+    steps = _as_float(decay_steps, dt)
+    step = ops.minimum(ops.cast(global_step, dt), steps)
+    linear = (steps - step) / steps
+    cosine = 0.5 * (1.0 + ops.cos(math.pi * 2.0 * float(num_periods) * step / steps))
+    return step, linear, cosine
+
+
+def linear_cosine_decay(learning_rate, global_step, decay_steps, num_periods=0.5, alpha=0.0,
+                        beta=0.001, name: Optional[str] = None):
+    """lr * ((alpha + linear) * cosine + beta), linear falling from 1 to 0 over
+    `decay_steps` and cosine making `num_periods` periods."""
+    _check_step(global_step)
+    ops = _ops()
+    with name_scope(name, "LinearCosineDecay") as scope:
+        lr = _as_float(learning_rate, name="learning_rate")
+        _, linear, cosine = _linear_cosine(global_step, decay_steps, num_periods, ops, lr.dtype)
+        return ops.multiply(lr, (float(alpha) + linear) * cosine + float(beta), name=scope)
+
+
+def noisy_linear_cosine_decay(learning_rate, global_step, decay_steps, initial_variance=1.0,
+                              variance_decay=0.55, num_periods=0.5, alpha=0.0, beta=0.001,
+                              name: Optional[str] = None):
+    """`linear_cosine_decay` with Gaussian noise of variance
+    initial_variance / (1 + step)^variance_decay added to the linear part."""
+    _check_step(global_step)
+    ops = _ops()
+    with name_scope(name, "NoisyLinearCosineDecay") as scope:
+        lr = _as_float(learning_rate, name="learning_rate")
+        dt = lr.dtype
+        step, linear, cosine = _linear_cosine(global_step, decay_steps, num_periods, ops, dt)
+        std = ops.sqrt(float(initial_variance) / ops.pow(1.0 + step, float(variance_decay)))
+        noisy = linear + ops.random_normal([], dtype=dt) * std
+        return ops.multiply(lr, (float(alpha) + noisy) * cosine + float(beta), name=scope)

@@ -6,6 +6,7 @@ within a step is a data dependency and a whole training step is one graph a comp
 """
 from __future__ import annotations
 
+import weakref
 from typing import Optional
 
 import numpy as np
@@ -13,7 +14,17 @@ import numpy as np
 from jitflow.graph import (GraphKeys, Operation, Tensor, control_dependencies, convert_to_tensor,
                            get_default_graph, name_scope)
 
-__all__ = ["Optimizer"]
+__all__ = ["Optimizer", "applied_gradients"]
+
+#: the op `apply_gradients` returned -> the (gradient, variable) pairs it applies; lets a tool
+#: compute those gradients elsewhere and feed them to the op (jitflow.dask.fit)
+_APPLIED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def applied_gradients(op) -> Optional[tuple]:
+    """The (gradient tensor, variable) pairs applied by `op`, an op returned by an optimizer's
+    `apply_gradients` or `minimize`; None for any other op."""
+    return _APPLIED.get(op)
 
 
 def _var_key(var):
@@ -30,7 +41,9 @@ class Optimizer:
     """Base class of the TF1 optimizers: `minimize` = `compute_gradients` + `apply_gradients`.
 
     Subclasses implement `_create_slots(var_list)`, `_prepare()`, `_apply_dense(grad, var)`
-    (returning the op or tensor that updates `var`) and optionally `_finish(update_ops, name)`.
+    (returning the op or tensor that updates `var`) and optionally `_finish(update_ops, name)`
+    and `_apply_sparse(values, indices, var)` (used for gradients of gathers, see
+    `jitflow.train.sparse_apply`).
     """
 
     GATE_NONE = 0
@@ -133,7 +146,14 @@ class Optimizer:
                     if g is None:
                         continue
                     with name_scope("update_" + v.op.name):
-                        update_ops.append(self._apply_dense(g, v))
+                        sparse = None
+                        if type(self)._apply_sparse is not Optimizer._apply_sparse:
+                            from jitflow.train.sparse_apply import sparse_gradient
+                            sparse = sparse_gradient(g, v)
+                        if sparse is None:
+                            update_ops.append(self._apply_dense(g, v))
+                        else:  # a gather's gradient: only the looked-up rows change
+                            update_ops.append(self._apply_sparse(*sparse, v))
                 if global_step is None:
                     apply_updates = self._finish(update_ops, scope)
                 else:
@@ -141,6 +161,8 @@ class Optimizer:
                     with control_dependencies([self._finish(update_ops, "update")]):
                         apply_updates = assign_add(global_step, 1, name=scope,
                                                    read_value=False)
+            _APPLIED[getattr(apply_updates, "op", apply_updates)] = tuple(
+                (g, v) for g, v in converted if g is not None)
             train_ops = graph.get_collection_ref(GraphKeys.TRAIN_OP)
             if apply_updates not in train_ops:
                 train_ops.append(apply_updates)
@@ -224,6 +246,12 @@ class Optimizer:
         pass
 
     def _apply_dense(self, grad: Tensor, var):
+        raise NotImplementedError()
+
+    def _apply_sparse(self, values: list, indices: list, var):
+        """Update only the rows `indices` of `var` with gradient rows `values` (one pair per
+        gather of `var`; optimizers with a sparse rule override this, the others apply the
+        dense gradient)."""
         raise NotImplementedError()
 
     def _finish(self, update_ops: list, name_scope: str) -> Operation:

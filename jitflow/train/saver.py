@@ -1,11 +1,13 @@
-"""`tf.train.Saver` and the checkpoint files.
+"""`tf.train.Saver` and the checkpoint files, in TensorFlow's V2 format.
 
-A checkpoint with prefix `P` is two files, named as TF1 names them:
-- `P.data-00000-of-00001`: an `.npz` archive (NumPy arrays only, read back with
-  `allow_pickle=False`) holding one array per saved variable under keys `t0`, `t1`, ...;
-- `P.index`: JSON naming the format, the data file's SHA-256, and for each saved name its key,
-  dtype and shape.
-The `checkpoint` state file in the same directory is TF1's text format
+A checkpoint with prefix `P` is two files, as TensorFlow writes them (and reads them):
+- `P.data-00000-of-00001`: the tensors' bytes back to back;
+- `P.index`: a table naming, for each saved name, its dtype, shape, place in the data file and
+  the CRC-32C of its bytes (see `jitflow.serialize.bundle` and `jitflow.serialize.table`).
+Every checksum is verified on reading: a damaged file raises `DataLossError` naming it, before
+any variable is written. Checkpoints written by jitflow 0.1 (a JSON index and an `.npz` data
+file, sha256-checked) are still read. `P.meta` is a binary `MetaGraphDef`.
+The `checkpoint` state file in the same directory is a text-format `CheckpointState`
 (`model_checkpoint_path: "..."`, `all_model_checkpoint_paths: "..."` lines).
 
 Every file is written atomically (temp file in the same directory, fsync, `os.replace`) and the
@@ -30,6 +32,7 @@ import re
 import socket
 import tempfile
 import time
+import warnings
 from typing import Optional
 
 import numpy as np
@@ -41,8 +44,9 @@ __all__ = ["Saver", "CheckpointState", "latest_checkpoint", "get_checkpoint_stat
            "checkpoint_exists", "update_checkpoint_state", "list_variables", "load_variable",
            "load_checkpoint", "CheckpointReader", "NewCheckpointReader"]
 
-_FORMAT = "jitflow-checkpoint"
+_FORMAT = "jitflow-checkpoint"  # jitflow 0.1's JSON index (still read)
 _VERSION = 1
+V1, V2 = 1, 2  # SaverDef.CheckpointFormatVersion
 _DATA_SUFFIX = ".data-00000-of-00001"
 _INDEX_SUFFIX = ".index"
 
@@ -132,14 +136,15 @@ def remove_stale_temp_files(directory: str, names) -> list:
     return removed
 
 
-def _atomic_write(path: str, data: bytes) -> None:
-    """Write `data` to `path` (mode 0600) so that readers see either the old file or the whole
-    new one."""
+def _atomic_write(path: str, data) -> None:
+    """Write `data` (bytes, or a list of byte chunks) to `path` (mode 0600) so that readers
+    see either the old file or the whole new one."""
     d = os.path.dirname(path) or "."
     fd, tmp = tempfile.mkstemp(prefix=_tmp_prefix(path), suffix=".tmp", dir=d)   # made 0600
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            for chunk in ([data] if isinstance(data, (bytes, bytearray, memoryview)) else data):
+                f.write(chunk)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -167,10 +172,6 @@ class CheckpointState:
         return _state_text(self)
 
 
-def _quote(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
 _ESCAPES = {"\\": "\\", '"': '"', "n": "\n", "t": "\t", "'": "'"}
 
 
@@ -179,20 +180,38 @@ def _unquote(s: str) -> str:
 
 
 def _state_text(state: CheckpointState) -> str:
-    lines = [f"model_checkpoint_path: {_quote(state.model_checkpoint_path)}"]
-    lines += [f"all_model_checkpoint_paths: {_quote(p)}"
-              for p in state.all_model_checkpoint_paths]
-    lines += [f"all_model_checkpoint_timestamps: {t!r}"
-              for t in state.all_model_checkpoint_timestamps]
-    if state.last_preserved_timestamp:
-        lines.append(f"last_preserved_timestamp: {state.last_preserved_timestamp!r}")
-    return "\n".join(lines) + "\n"
+    """The state as a text-format CheckpointState message (TensorFlow's `checkpoint` file)."""
+    from google.protobuf import text_format
+
+    from jitflow.serialize import protos
+    msg = protos.CheckpointState(
+        model_checkpoint_path=state.model_checkpoint_path,
+        all_model_checkpoint_paths=state.all_model_checkpoint_paths,
+        all_model_checkpoint_timestamps=state.all_model_checkpoint_timestamps,
+        last_preserved_timestamp=state.last_preserved_timestamp)
+    return text_format.MessageToString(msg, as_utf8=True)
 
 
 _LINE = re.compile(r'^\s*(\w+)\s*:\s*(?:"((?:[^"\\]|\\.)*)"|([-+0-9.eE]+))\s*$')
 
 
 def _parse_state(text: str, filename: str) -> CheckpointState:
+    """Parse a `checkpoint` file: TensorFlow's text-format CheckpointState."""
+    from google.protobuf import text_format
+
+    from jitflow.serialize import protos
+    msg = protos.CheckpointState()
+    try:
+        text_format.Parse(text, msg)
+    except text_format.ParseError:
+        return _parse_state_lines(text, filename)
+    return CheckpointState(msg.model_checkpoint_path, list(msg.all_model_checkpoint_paths),
+                           list(msg.all_model_checkpoint_timestamps),
+                           msg.last_preserved_timestamp)
+
+
+def _parse_state_lines(text: str, filename: str) -> CheckpointState:
+    """The line parser of jitflow 0.1 (its error message names the bad line)."""
     state = CheckpointState()
     for line in text.splitlines():
         if not line.strip() or line.lstrip().startswith("#"):
@@ -281,7 +300,16 @@ def latest_checkpoint(checkpoint_dir, latest_filename: Optional[str] = None) -> 
 
 # -- the checkpoint files -------------------------------------------------------------------------
 def _write_checkpoint(prefix: str, named_arrays: list) -> None:
-    """Data file first, then the index that vouches for it (by SHA-256)."""
+    """TensorFlow's V2 bundle: the data file first, then the index that vouches for it."""
+    from jitflow.serialize.bundle import encode_bundle
+    chunks, index = encode_bundle(named_arrays)
+    _atomic_write(prefix + _DATA_SUFFIX, chunks)
+    _atomic_write(prefix + _INDEX_SUFFIX, index)
+
+
+def _write_legacy_checkpoint(prefix: str, named_arrays: list) -> None:
+    """jitflow 0.1's format (JSON index, sha256-checked `.npz` data); kept for tests of the
+    reader."""
     buf = io.BytesIO()
     np.savez(buf, **{f"t{i}": a for i, (_, a) in enumerate(named_arrays)})
     data = buf.getvalue()
@@ -297,31 +325,67 @@ def _write_checkpoint(prefix: str, named_arrays: list) -> None:
 
 
 class CheckpointReader:
-    """Reads one checkpoint: `get_variable_to_shape_map()`, `get_tensor(name)`, `has_tensor`."""
+    """Reads one checkpoint: `get_variable_to_shape_map()`, `get_variable_to_dtype_map()`,
+    `get_tensor(name)`, `has_tensor(name)` (TensorFlow's `NewCheckpointReader`).
+
+    Reads TensorFlow's V2 format (written by TensorFlow or by jitflow) and jitflow 0.1's JSON
+    format. Tensors are read on demand, each checked against its CRC.
+    """
 
     def __init__(self, prefix) -> None:
         prefix = os.fspath(prefix)
+        if prefix.endswith(_INDEX_SUFFIX):
+            prefix = prefix[:-len(_INDEX_SUFFIX)]
         self._prefix = prefix
         index_file = prefix + _INDEX_SUFFIX
         try:
             with open(index_file, "rb") as f:
                 raw = f.read()
-        except FileNotFoundError:
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             raise _CheckpointNotFoundError(
-                None, None, f"Failed to find any matching files for {prefix}: no checkpoint "
-                            f"index file {index_file}") from None
-        try:
-            index = json.loads(raw.decode("utf-8"))
-            ok = index.get("format") == _FORMAT
-        except (ValueError, UnicodeDecodeError, AttributeError):
-            ok = False
-        if not ok:
-            raise errors.DataLossError(None, None, f"Unable to open table file {index_file}: "
-                                                   "not a jitflow checkpoint index")
-        self._index = index
+                None, None, f"Unsuccessful TensorSliceReader constructor: Failed to find any "
+                            f"matching files for {prefix} (no checkpoint index file "
+                            f"{index_file})") from None
+        self._bundle = None
+        self._index = None
         self._data = None
+        if raw.lstrip().startswith(b"{"):
+            self._index = _legacy_index(raw, index_file)
+        else:
+            from jitflow.serialize.bundle import BundleReader
+            self._bundle = BundleReader(prefix, raw)
 
-    def _arrays(self):
+    def get_variable_to_shape_map(self) -> dict:
+        if self._bundle is not None:
+            return self._bundle.shapes()
+        return {n: list(e["shape"]) for n, e in self._index["tensors"].items()}
+
+    def get_variable_to_dtype_map(self) -> dict:
+        from jitflow.dtypes import as_dtype
+        if self._bundle is not None:
+            return {n: self._bundle.dtype(n) for n in self._bundle.entries}
+        return {n: as_dtype(e["dtype"]) for n, e in self._index["tensors"].items()}
+
+    def has_tensor(self, name: str) -> bool:
+        if self._bundle is not None:
+            return name in self._bundle.entries
+        return name in self._index["tensors"]
+
+    def get_tensor(self, name: str) -> np.ndarray:
+        """The saved value of `name` (NotFoundError when the checkpoint has no such key)."""
+        if not self.has_tensor(name):
+            raise errors.NotFoundError(None, None, f"Key {name} not found in checkpoint "
+                                                   f"{self._prefix}")
+        if self._bundle is not None:
+            return self._bundle.read(name)
+        return np.array(self._legacy_arrays()[self._index["tensors"][name]["key"]])
+
+    def debug_string(self) -> bytes:
+        lines = [f"{n} ({d.name}) {self.get_variable_to_shape_map()[n]}"
+                 for n, d in sorted(self.get_variable_to_dtype_map().items())]
+        return ("\n".join(lines) + "\n").encode()
+
+    def _legacy_arrays(self):
         if self._data is None:
             data_file = self._prefix + _DATA_SUFFIX
             try:
@@ -333,25 +397,24 @@ class CheckpointReader:
             if hashlib.sha256(data).hexdigest() != self._index.get("data_sha256"):
                 raise errors.DataLossError(None, None, f"Checksum mismatch in checkpoint data "
                                                        f"file {data_file}")
-            self._data = np.load(io.BytesIO(data), allow_pickle=False)
+            try:
+                self._data = np.load(io.BytesIO(data), allow_pickle=False)
+            except ValueError as e:
+                raise errors.DataLossError(None, None, f"Unreadable checkpoint data file "
+                                                       f"{data_file}: {e}") from None
         return self._data
 
-    def get_variable_to_shape_map(self) -> dict:
-        return {n: list(e["shape"]) for n, e in self._index["tensors"].items()}
 
-    def get_variable_to_dtype_map(self) -> dict:
-        from jitflow.dtypes import as_dtype
-        return {n: as_dtype(e["dtype"]) for n, e in self._index["tensors"].items()}
-
-    def has_tensor(self, name: str) -> bool:
-        return name in self._index["tensors"]
-
-    def get_tensor(self, name: str) -> np.ndarray:
-        entry = self._index["tensors"].get(name)
-        if entry is None:
-            raise errors.NotFoundError(None, None, f"Key {name} not found in checkpoint "
-                                                   f"{self._prefix}")
-        return np.asarray(self._arrays()[entry["key"]])
+def _legacy_index(raw: bytes, index_file: str) -> dict:
+    try:
+        index = json.loads(raw.decode("utf-8"))
+        ok = isinstance(index, dict) and index.get("format") == _FORMAT
+    except (ValueError, UnicodeDecodeError):
+        ok = False
+    if not ok:
+        raise errors.DataLossError(None, None, f"Unable to open table file {index_file}: "
+                                               "not an sstable (bad magic number)")
+    return index
 
 
 def NewCheckpointReader(filepattern) -> CheckpointReader:  # noqa: N802  (TF1's name)
@@ -434,6 +497,13 @@ class Saver:
                  save_relative_paths: bool = False, filename: Optional[str] = None) -> None:
         if var_list is None:
             var_list = get_default_graph().get_collection(GraphKeys.GLOBAL_VARIABLES)
+        if write_version not in (V1, V2):
+            raise ValueError(f"write_version must be SaverDef.V1 or SaverDef.V2, got "
+                             f"{write_version!r}")
+        if write_version == V1:
+            warnings.warn("Saver(write_version=V1): jitflow writes checkpoints in the V2 "
+                          "format only (TensorFlow reads both)", stacklevel=2)
+        self._write_version = V2
         self._items = _saveables(var_list)
         if not self._items and not allow_empty:
             raise ValueError("No variables to save")
@@ -507,9 +577,8 @@ class Saver:
                     None, op, f"Attempting to use uninitialized value {op.name}\n\t "
                               f"[[node {op.name}]]")
             value = np.asarray(value, order="C")  # (ascontiguousarray makes 0-d arrays 1-d)
-            if value.dtype.kind not in "biuf":
-                raise TypeError(f"Cannot checkpoint variable {op.name} of dtype {value.dtype}: "
-                                "only numeric and bool variables are saved")
+            if value.dtype.kind not in "biufOS":
+                raise TypeError(f"Cannot checkpoint variable {op.name} of dtype {value.dtype}")
             named.append((name, value))
         remove_stale_temp_files(save_dir, [os.path.basename(save_path), latest_filename])
         _write_checkpoint(prefix, named)
@@ -553,14 +622,9 @@ class Saver:
                 pass
 
     def _export_meta(self, filename: str, graph) -> None:
-        """Write the meta graph (jitflow.serialize's JSON) like the other checkpoint files:
-        atomically, mode 0600."""
-        try:
-            from jitflow.serialize import export_meta_graph
-        except ImportError:
-            return
-        meta = export_meta_graph(graph=graph)
-        _atomic_write(filename, (json.dumps(meta) + "\n").encode("utf-8"))
+        """Write the binary MetaGraphDef like the other checkpoint files: atomically, 0600."""
+        from jitflow.serialize.meta_graph import export_meta_graph
+        export_meta_graph(filename, graph=graph)
 
     def export_meta_graph(self, filename: Optional[str] = None, **kwargs):
         """`Saver.export_meta_graph`: the graph's meta graph (see jitflow.serialize)."""

@@ -166,6 +166,18 @@ def test_tile_fill_and_their_gradients():
         compiled_both([y, z, f] + tf.gradients(loss, [x]), {x: rand(n, 3)})
 
 
+def test_fill_to_a_stack_of_shape_dims_compiles():
+    """`cell.zero_state(tf.shape(x)[0], ...)` fills a shape stacked from shape dims and
+    constants: one kernel, the dims read from x's shape (its batch size may change)."""
+    x = tf.placeholder(tf.float32, [None, 3, 2])
+    z = tf.zeros(tf.stack([tf.shape(x)[0], 4]))
+    w = tf.fill(tf.stack([tf.shape(x)[-1], 5, tf.shape(x)[0]]), 1.5) * x[0, 0, 0]
+    for n in (6, 1):
+        out = compiled_both([z, w], {x: rand(n, 3, 2)})
+        assert out[0].shape == (n, 4) and not out[0].any()
+        assert out[1].shape == (2, 5, n)
+
+
 def test_any_all_and_integer_mean():
     a = tf.placeholder(tf.int32, [None, 3])
     b = tf.placeholder(tf.bool, [None, 3])

@@ -191,6 +191,11 @@ class _Gen:
 
     def _step(self) -> None:
         float_dt = self.pick(FLOATS) if self.chance(0.2) else "float32"
+        if self.chance(0.035):
+            # real control flow, kept rare and small: a while loop whose trip count comes
+            # from the data, or a cond (sometimes assigning a variable in its branches)
+            self.while_loop(float_dt) if self.chance(0.5) else self.cond(float_dt)
+            return
         r = self.rng.random()
         if r < 0.08:
             self.int_op()
@@ -503,6 +508,33 @@ class _Gen:
                       self.nodes[b].bounded and self.nodes[c].bounded))
 
 
+    def while_loop(self, dt: str) -> None:
+        """`v = body(v)` while `i < n`, n = min(k, floor(|sum(a)| * scale)): the trip count
+        depends on the fed values (and the batch size); the body reads `a` too (a captured
+        tensor, so gradients reach it through the loop)."""
+        a = self.operand(dt)
+        n = self.nodes[a]
+        fn = self.pick(("tanh", "decay", "sin"))
+        c = round(float(self.rng.uniform(0.3, 0.9)), 2)
+        self.add(Node("while", (a,), {"fn": fn, "c": c, "k": int(self.rng.integers(1, 6)),
+                                      "scale": self.pick([0.5, 1.0, 2.0]),
+                                      "maxit": self.pick([None, None, 2, 4])},
+                      dt, n.shape, fn == "tanh" or n.bounded))
+
+    def cond(self, dt: str) -> None:
+        """`f(a) if sum(p) > 0 else g(b)`; with `side`, each branch also assigns a value
+        of its own to one scalar variable, fetched at the end of the run (so the variable
+        shows which branch ran, and every run sets it)."""
+        a = self.operand(dt)
+        sa = self.nodes[a].shape
+        b = self.operand(dt, sa)
+        pr = self.operand(dt)
+        f, g = self.pick(UNARY), self.pick(UNARY)
+        self.add(Node("cond", (pr, a, b), {"f": f, "g": g, "side": self.chance(0.4)}, dt, sa,
+                      self.nodes[a].bounded and self.nodes[b].bounded
+                      and f in _BOUNDED_UNARY and g in _BOUNDED_UNARY))
+
+
 def generate(seed: int, max_ops: int = 12) -> Program:
     """The random program for `seed`."""
     g = _Gen(seed, max_ops)
@@ -610,6 +642,7 @@ def build(tfm, prog: Program, graph, perturb: float = 0.0) -> dict:
     out: dict = {}
     phs: dict = {}
     t: dict = {}
+    sides: list = []     # the variables cond branches assign
     rng = np.random.default_rng([prog.seed, 7])
 
     def jitter(v):
@@ -647,6 +680,10 @@ def build(tfm, prog: Program, graph, perturb: float = 0.0) -> dict:
             elif n.op == "get_variable":
                 t[i] = tfm.get_variable(p["name"], shape=list(n.shape), dtype=dt,
                                         initializer=tfm.constant_initializer(p["value"]))
+            elif n.op == "cond" and p["side"]:
+                side = tfm.Variable(np.zeros((), n.dtype), trainable=False, name=f"side{i}")
+                sides.append(side)
+                t[i] = _build_op(tfm, n, [t[a] for a in n.args], prog.nodes, side)
             else:
                 t[i] = _build_op(tfm, n, [t[a] for a in n.args], prog.nodes)
         if prog.error == "static_mismatch":
@@ -673,8 +710,9 @@ def build(tfm, prog: Program, graph, perturb: float = 0.0) -> dict:
                        "momentum": lambda: tfm.train.MomentumOptimizer(0.05, 0.9)}
                 result["train"] = opt[prog.optimizer]().minimize(loss)
                 fetch_t = [loss] + fetch_t
-        if any(n.op in ("variable", "get_variable") for n in prog.nodes):
+        if sides or any(n.op in ("variable", "get_variable") for n in prog.nodes):
             result["init"] = tfm.global_variables_initializer()
+        fetch_t = fetch_t + sides
         if prog.mode == "train":
             fetch_t = fetch_t + [t[i] for i, n in enumerate(prog.nodes)
                                  if n.op in ("variable", "get_variable")]
@@ -695,8 +733,49 @@ def build(tfm, prog: Program, graph, perturb: float = 0.0) -> dict:
     return result
 
 
-def _build_op(tfm, n: Node, xs: list, nodes: list):
+def _build_while(tfm, n: Node, a):
     p = n.params
+    dt = a.dtype
+    c = tfm.constant(p["c"], dtype=dt)
+    count = tfm.cast(tfm.floor(tfm.abs(tfm.reduce_sum(a)) * p["scale"]), tfm.int32)
+    limit = tfm.minimum(count, p["k"])
+
+    def body(i, v):
+        if p["fn"] == "tanh":
+            v = tfm.tanh(v * c + a)
+        elif p["fn"] == "decay":
+            v = v * c + a * (1.0 - c)
+        else:
+            v = tfm.sin(v) * c + a
+        return i + 1, v
+
+    kw = {} if p["maxit"] is None else {"maximum_iterations": p["maxit"]}
+    _, out = tfm.while_loop(lambda i, v: i < limit, body, [tfm.constant(0), a], **kw)
+    return out
+
+
+def _build_cond(tfm, n: Node, xs: list, side):
+    p = n.params
+    pred = tfm.reduce_sum(xs[0]) > 0
+
+    def branch(fn, x, mark):
+        y = _unary(tfm, fn)(x)
+        if side is None:
+            return y
+        s = tfm.reduce_sum(y) + mark
+        with tfm.control_dependencies([tfm.assign(side, s)]):
+            return tfm.identity(y)
+
+    return tfm.cond(pred, lambda: branch(p["f"], xs[1], 0.0),
+                    lambda: branch(p["g"], xs[2], 1000.0))
+
+
+def _build_op(tfm, n: Node, xs: list, nodes: list, side=None):
+    p = n.params
+    if n.op == "while":
+        return _build_while(tfm, n, xs[0])
+    if n.op == "cond":
+        return _build_cond(tfm, n, xs, side)
     if n.op == "unary":
         return _unary(tfm, p["fn"])(xs[0])
     if n.op == "binary":

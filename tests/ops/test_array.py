@@ -62,7 +62,7 @@ def test_constant_shape_errors():
     with pytest.raises(TypeError):
         tf.constant(1.5, dtype=tf.int32)
     with pytest.raises(TypeError):
-        tf.constant("text")
+        tf.constant("text", dtype=tf.float32)
 
 
 def test_constant_name_and_type():

@@ -41,9 +41,11 @@ def test_py_func_wrong_dtype_is_a_run_time_error(backend):
 
 def test_py_func_graph_serializes_by_token(backend):
     y = tf.py_func(lambda a: a + 1, [tf.constant([1, 2])], tf.int32)
-    gd = json.loads(json.dumps(tf.get_default_graph().as_graph_def()))
-    g2 = tf.Graph()
-    with g2.as_default():
-        tf.import_graph_def(gd, name="")
-        with tf.Session() as sess:
-            np.testing.assert_array_equal(sess.run(y.name), [2, 3])
+    from jitflow import serialize
+    for gd in (json.loads(json.dumps(serialize.as_graph_def_json())),   # readable JSON form
+               tf.get_default_graph().as_graph_def().SerializeToString()):   # GraphDef
+        g2 = tf.Graph()
+        with g2.as_default():
+            tf.import_graph_def(gd, name="")
+            with tf.Session() as sess:
+                np.testing.assert_array_equal(sess.run(y.name), [2, 3])

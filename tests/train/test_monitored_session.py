@@ -155,7 +155,8 @@ def test_coordinator_stops_threads_and_reraises():
         coord.join(threads, stop_grace_period_secs=5)
     assert coord.should_stop()
     assert not any(t.is_alive() for t in threads)
-    assert tf.train.start_queue_runners(coord=coord) == []
+    with tf.Session() as sess:  # no queue runners in the graph: no threads
+        assert tf.train.start_queue_runners(sess=sess, coord=coord) == []
 
 
 def test_coordinator_clean_stop_exception_is_not_reraised():

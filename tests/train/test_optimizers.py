@@ -477,3 +477,25 @@ def test_clip_by_global_norm_between_compute_and_apply(backend):
         got_w = sess.run(w)
     assert got_norm == pytest.approx(total, rel=1e-6)
     np.testing.assert_allclose(got_w, W0 - np.float32(0.1) * gw / total, rtol=1e-5)
+
+
+def test_applied_gradients_names_what_an_update_op_applies():
+    from jitflow.train.optimizer import applied_gradients
+    x = tf.placeholder(tf.float32, [None], name="x")
+    w = tf.Variable(1.0, name="w")
+    b = tf.Variable(0.0, name="b")
+    unused = tf.Variable(2.0, name="unused")
+    loss = tf.reduce_mean(tf.square(w * x + b))
+    opt = tf.train.GradientDescentOptimizer(0.1)
+    pairs = opt.compute_gradients(loss, var_list=[w, b, unused])
+    train = opt.apply_gradients(pairs, global_step=tf.train.get_or_create_global_step())
+    applied = applied_gradients(train)
+    assert [v for _, v in applied] == [w, b]          # not the variable without a gradient
+    assert [g for g, _ in applied] == [g for g, v in pairs if g is not None]
+    assert applied_gradients(loss.op) is None
+    # fed with these gradients, the op is the step run on data
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        grads = sess.run([g for g, _ in applied], {x: [1.0, 2.0]})
+        sess.run(train, {g: v for (g, _), v in zip(applied, grads)})
+        assert sess.run(w) == pytest.approx(1.0 - 0.1 * 5.0)   # d/dw mean((w x)^2) = 5 at w=1

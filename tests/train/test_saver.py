@@ -246,29 +246,111 @@ def test_missing_parent_directory(tmp_path):
             tf.train.Saver().save(sess, str(tmp_path / "no" / "m"))
 
 
-def test_index_is_json_and_data_is_not_pickled(tmp_path):
+def test_files_are_tensorflow_v2_bundles(tmp_path):
+    from jitflow.serialize import protos
+    from jitflow.serialize.table import read_table
     w, b = _build()
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         path = tf.train.Saver().save(sess, str(tmp_path / "m"))
-    index = json.loads((tmp_path / "m.index").read_text())
-    assert index["tensors"]["layer/w"]["shape"] == [2, 3]
-    assert index["tensors"]["b"]["dtype"] == "float64"
-    with np.load(path + ".data-00000-of-00001", allow_pickle=False) as data:
-        keys = {index["tensors"][n]["key"] for n in ("layer/w", "b")}
-        assert set(data.files) == keys
+    entries = dict(read_table((tmp_path / "m.index").read_bytes()))
+    header = protos.BundleHeaderProto.FromString(entries.pop(b""))
+    assert header.num_shards == 1 and header.version.producer == 1
+    assert sorted(entries) == [b"b", b"layer/w"]
+    w_entry = protos.BundleEntryProto.FromString(entries[b"layer/w"])
+    assert w_entry.dtype == 1 and [d.size for d in w_entry.shape.dim] == [2, 3]
+    data = open(path + ".data-00000-of-00001", "rb").read()
+    assert data[w_entry.offset:w_entry.offset + w_entry.size] == W.tobytes()  # little-endian
+    b_entry = protos.BundleEntryProto.FromString(entries[b"b"])
+    assert b_entry.dtype == 2 and data[b_entry.offset:b_entry.offset + 16] == B.tobytes()
+
+
+def test_checkpoints_of_jitflow_0_1_still_restore(tmp_path, backend):
+    """The JSON-index, sha256-checked .npz format of jitflow 0.1 is still read."""
+    saver_mod._write_legacy_checkpoint(str(tmp_path / "old"), [("layer/w", W * 3), ("b", B)])
+    assert json.loads((tmp_path / "old.index").read_text())["format"] == "jitflow-checkpoint"
+    w, b = _build()
+    assert dict(tf.train.list_variables(str(tmp_path / "old"))) == {"layer/w": [2, 3],
+                                                                    "b": [2]}
+    with tf.Session() as sess:
+        tf.train.Saver().restore(sess, str(tmp_path / "old"))
+        np.testing.assert_array_equal(sess.run(w), W * 3)
+        np.testing.assert_array_equal(sess.run(b), B)
+    with open(tmp_path / "old.data-00000-of-00001", "r+b") as f:
+        f.seek(60)
+        f.write(b"\x00garbage\x00")
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.DataLossError):
+            tf.train.Saver().restore(sess, str(tmp_path / "old"))
+
+
+def _saved(tmp_path):
+    w, b = _build()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        path = tf.train.Saver().save(sess, str(tmp_path / "m"), write_meta_graph=False)
+    return w, b, path
+
+
+def _restore_fails_and_changes_nothing(w, b, path, match):
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(tf.assign(w, W - 7))
+        with pytest.raises(tf.errors.DataLossError, match=match):
+            tf.train.Saver().restore(sess, path)
+        np.testing.assert_array_equal(sess.run(w), W - 7)   # nothing was written
+        np.testing.assert_array_equal(sess.run(b), B)
 
 
 def test_corrupt_data_file_is_data_loss(tmp_path):
-    w, b = _build()
-    with tf.Session() as sess:
-        sess.run(tf.global_variables_initializer())
-        path = tf.train.Saver().save(sess, str(tmp_path / "m"))
-        with open(path + ".data-00000-of-00001", "r+b") as f:
-            f.seek(40)
-            f.write(b"\x00garbage\x00")
-        with pytest.raises(tf.errors.DataLossError):
-            tf.train.Saver().restore(sess, path)
+    w, b, path = _saved(tmp_path)
+    with open(path + ".data-00000-of-00001", "r+b") as f:
+        f.seek(20)
+        f.write(b"\xff")
+    _restore_fails_and_changes_nothing(w, b, path, "data-00000-of-00001")
+
+
+def test_truncated_data_file_is_data_loss(tmp_path):
+    w, b, path = _saved(tmp_path)
+    data = path + ".data-00000-of-00001"
+    os.truncate(data, os.path.getsize(data) - 3)
+    _restore_fails_and_changes_nothing(w, b, path, "[Tt]runcated")
+
+
+@pytest.mark.parametrize("where", ["block", "footer", "truncated"])
+def test_corrupt_index_file_is_data_loss(tmp_path, where):
+    w, b, path = _saved(tmp_path)
+    index = path + ".index"
+    raw = bytearray(open(index, "rb").read())
+    if where == "block":
+        raw[12] ^= 0x40          # inside the first data block: its CRC no longer matches
+    elif where == "footer":
+        raw[-1] ^= 0x01          # the magic number
+    else:
+        raw = raw[:len(raw) // 2]
+    with open(index, "wb") as f:
+        f.write(raw)
+    _restore_fails_and_changes_nothing(w, b, path, "m.index")
+    with pytest.raises(tf.errors.DataLossError):
+        tf.train.list_variables(path)
+
+
+def test_wrong_crc_in_the_index_is_data_loss(tmp_path):
+    """An entry whose stored CRC does not match its bytes (a valid table otherwise)."""
+    from jitflow.serialize import protos
+    from jitflow.serialize.table import TableBuilder, read_table
+    w, b, path = _saved(tmp_path)
+    pairs = read_table(open(path + ".index", "rb").read())
+    table = TableBuilder()
+    for k, v in pairs:
+        if k == b"layer/w":
+            e = protos.BundleEntryProto.FromString(v)
+            e.crc32c ^= 1
+            v = e.SerializeToString()
+        table.add(k, v)
+    with open(path + ".index", "wb") as f:
+        f.write(table.finish())
+    _restore_fails_and_changes_nothing(w, b, path, "layer/w")
 
 
 def test_crash_during_save_keeps_previous_checkpoint(tmp_path, monkeypatch, backend):

@@ -509,6 +509,81 @@ def _drop_numba_cache(fn) -> bool:
     return True
 
 
+def _host_steps(plan: Plan, pre: set, compiles) -> tuple:
+    """(host ops, quiet ops): the ops of `plan` that run on the host: those that do not
+    compile (`compiles(op)` false), and the ops read only by host ops that are constants,
+    variables, random draws or computed from host values alone (a string op's defaults, an
+    epoch counter, an input producer's shuffle: no kernel just to hand a few values to the
+    host). The quiet ones are host work by position, not a missing code generator (no
+    warning)."""
+    host = {op for op in plan.ops if op not in pre and not compiles(op)}
+    if not host:
+        return host, set()
+    fed = set(plan.feeds)
+    readers: dict = {}
+    for op in plan.ops:
+        for t in op.inputs:
+            readers.setdefault(t.op, []).append(op)
+
+    def feeds_host(op) -> bool:
+        rs = readers.get(op)
+        return bool(rs) and all(r in host for r in rs) and (
+            op.type in ("Const", "VariableV2") or op.op_def.kind == "random"
+            or all(t in fed or t.op in host for t in op.inputs))
+
+    changed = True
+    while changed:
+        changed = False
+        for op in plan.ops:
+            if op not in host and op not in pre and feeds_host(op):
+                host.add(op)
+                changed = True
+    # ops without a code generator that feed only host ops are host work too (no warning)
+    return host, {op for op in host if feeds_host(op)}
+
+
+def _host_first(plan: Plan, pre: set, host: set) -> list:
+    """`plan.ops` with the host ops that need nothing computed natively moved to the front
+    (an input pipeline's get_next, a string parse), so they do not cut the native ops that
+    follow them into several kernels; still a topological order."""
+    if not host:
+        return list(plan.ops)
+    fed = set(plan.feeds)
+    early: set = set()
+    for op in plan.ops:
+        if op in host and all(t in fed or t.op in early or t.op in pre for t in op.inputs) \
+                and all(c in early for c in op._control_inputs):
+            early.add(op)
+    # host ops whose results nothing but no-ops wait for (an optimizer's in-place sparse
+    # update) go last, with those no-ops, so the native ops around them form one kernel
+    fetched = {t.op for t in plan.fetches}
+    waiting: dict = {}
+    for op in plan.ops:
+        for t in op.inputs:
+            waiting.setdefault(t.op, set()).add(op)
+        for c in op._control_inputs:
+            waiting.setdefault(c, set()).add(op)
+    late: set = set()
+    for op in reversed(plan.ops):
+        if op in fetched or op in early:
+            continue
+        after = waiting.get(op, ())
+        if op.type == "NoOp" and all(w in late for w in after):
+            if any(c in late or c in host for c in op._control_inputs):
+                late.add(op)
+        elif op in host and all(w.type == "NoOp" for w in after):
+            late.add(op)
+    # a no-op seen before the host op it waits for: second pass
+    for op in reversed(plan.ops):
+        if op.type == "NoOp" and op not in late and op not in fetched and all(
+                w in late for w in waiting.get(op, ())) and any(
+                c in late for c in op._control_inputs):
+            late.add(op)
+    head = [op for op in plan.ops if op in early]
+    tail = [op for op in plan.ops if op in late]
+    return head + [op for op in plan.ops if op not in early and op not in late] + tail
+
+
 def _cache_hits(fn) -> int:
     stats = getattr(fn, "stats", None)
     hits = getattr(stats, "cache_hits", None)
@@ -526,6 +601,7 @@ class Executable:
         self.debug = debug_level()
         self._fast = None
         self._shape_memo: dict = {}   # shapes of tf.shape(h) for hoisted random ops
+        self._lean = None    # the body runner of control-flow sub-plans (run_body)
         self.whole = whole   # never split runs of compilable ops (export: one module)
         self.pre, self.steps = self._split(plan)
         self._setup()
@@ -600,14 +676,19 @@ class Executable:
         post = _deferred_host_ops(plan, fed)
         steps: list = []
         cur: list = []
-        for op in plan.ops:
+        on_host, quiet = _host_steps(plan, pre_set | post, self._compiles)
+        for op in _host_first(plan, pre_set | post, on_host):
             if op in pre_set or op in post:
                 continue
-            if self._compiles(op):
+            if op not in on_host:
                 cur.append(op)
             else:
-                # host ops (control flow, TensorArrays) are host work by design: no warning
-                if op.op_def.kind != "host" and op.type not in _WARNED_OPS:
+                # host ops (control flow, TensorArrays, input pipelines, strings) and the ops
+                # only they read are host work by design, and random ops always draw with the
+                # session's NumPy generators: no warning
+                if (op.op_def.kind != "random" and not _lower.host_only(op)
+                        and not _lower.supported(op) and op not in quiet
+                        and op.type not in _WARNED_OPS):
                     _WARNED_OPS.add(op.type)
                     warnings.warn(f"jitflow: op type {op.type} has no code generator; it runs "
                                   "through its NumPy reference", RuntimeWarning, stacklevel=5)
@@ -617,6 +698,9 @@ class Executable:
                 steps.append(op)
         if cur:
             steps.append(cur)
+        # a run of no-ops alone (a train op after host updates) needs no kernel
+        steps = [st for st in steps
+                 if not (isinstance(st, list) and all(op.type == "NoOp" for op in st))]
         flat: list = []
         for s in steps:
             # long runs become several kernels, cut where repeated structure repeats
@@ -978,6 +1062,130 @@ class Executable:
             self._in_place_keys.clear()
         self._in_place_keys.add(key)
 
+    # -- control-flow bodies ------------------------------------------------------------------
+    def run_body(self, feed_values, store, ctx):
+        """One run of a loop body or cond branch (called once per iteration): the driver's
+        steps with values in a list of slots rather than a dict, each warm segment found by
+        its input shapes, and host ops (TensorArray reads and writes, nested control flow)
+        run in the enclosing run's context `ctx`. Plans that draw random numbers before the
+        call or write variables take the general path."""
+        lean = self._lean
+        if lean is None:
+            lean = self._lean = self._build_lean()
+        if lean is False:
+            return self(feed_values, store)
+        steps, n_slots, fetches = lean
+        vals = list(feed_values)
+        vals.extend([None] * (n_slots - len(vals)))
+        for step in steps:
+            if step[0]:
+                self._lean_segment(step, vals, ctx)
+                continue
+            _, op, args, outs = step
+            a = [vals[i] if i >= 0 else (op.inputs[~i].op if op.op_def.needs_ctx
+                                         else ctx.read_var(op.inputs[~i].op))
+                 for i in args]
+            try:
+                if op.type in _TRUSTED_HOST:
+                    # TensorArray reads and writes: outputs already of the declared types
+                    res = (op.op_def.ref(op, *a),)
+                elif op.op_def.kind == "host":   # no NumPy math of their own
+                    res = _run_op_reference(op, a, ctx)
+                else:
+                    with np.errstate(all="ignore"):
+                        res = _run_op_reference(op, a, ctx)
+            except (ValueError, IndexError, TypeError, ZeroDivisionError, OverflowError) as e:
+                from jitflow import errors
+                raise errors.InvalidArgumentError(
+                    None, op, f"{e}\n\t [[node {op.name} ({op.type})]]") from e
+            for j, v in zip(outs, res):
+                vals[j] = v
+        return [vals[i] if i >= 0 else np.array(ctx.read_var(v), copy=True)
+                for i, v in fetches]
+
+    def _lean_segment(self, step, vals: list, ctx) -> None:
+        _, seg, in_idx, out_idx = step
+        ins = [vals[i] for i in in_idx]
+        for k, a in enumerate(ins):
+            if type(a) is not np.ndarray or not a.flags.c_contiguous:
+                ins[k] = _contig(a)
+        bufs = []
+        for v in seg.var_ops:
+            b = ctx.read_var(v)
+            if not (isinstance(b, np.ndarray) and b.flags.c_contiguous and b.flags.writeable):
+                b = np.array(b, copy=True)
+            bufs.append(b)
+        key = tuple([a.shape for a in ins] + [b.shape for b in bufs])
+        c = seg.exact.get(key)
+        if c is None:
+            c = self._compiled_for(seg, ins, bufs)
+            if len(seg.exact) >= _MAX_EXACT:
+                seg.exact.clear()
+            seg.exact[key] = c
+        try:
+            if c is _REFERENCES or c.broken or not c.ready:
+                _raise_background_error(c)
+                raise _UseReferences()
+            out = self._call_fastest(c, ins, bufs, seg)
+        except (_UseReferences, _CheckFailed):
+            # no kernel for these inputs (or shapes it cannot take): the references give the
+            # values, or the error TF1 gives, naming the op
+            from jitflow.interpreter import run_reference_step
+            env = dict(zip(seg.in_tensors, ins))
+            with np.errstate(all="ignore"):
+                for op in seg.ops:
+                    run_reference_step(op, env, ctx)
+            for j, t in zip(out_idx, seg.out_tensors):
+                vals[j] = env[t]
+            return
+        conv = c.out_conv
+        for j, v, f in zip(out_idx, out, conv):
+            vals[j] = v if f is None else f(v)
+
+    def _build_lean(self):
+        """(steps, number of value slots, fetch sources) for run_body, or False."""
+        plan = self.plan
+        if self.pre or self.written or self.debug >= 2:
+            return False
+        slot = {t: i for i, t in enumerate(plan.feeds)}
+        steps = []
+        for s in list(self.steps) + list(self.post):   # deferred host ops run last
+            if isinstance(s, _Segment):
+                if any(t not in slot for t in s.in_tensors):
+                    return False
+                ins = [slot[t] for t in s.in_tensors]
+                outs = []
+                for t in s.out_tensors:
+                    slot.setdefault(t, len(slot))
+                    outs.append(slot[t])
+                steps.append((True, s, ins, outs))
+                continue
+            op = s
+            if op.type == "VariableV2":
+                continue
+            args = []
+            for k, t in enumerate(op.inputs):
+                if t in slot:
+                    args.append(slot[t])
+                elif t.op.type == "VariableV2":
+                    args.append(~k)
+                else:
+                    return False
+            outs = []
+            for t in op.outputs:
+                slot.setdefault(t, len(slot))
+                outs.append(slot[t])
+            steps.append((False, op, args, outs))
+        fetches = []
+        for t in plan.fetches:
+            if t in slot:
+                fetches.append((slot[t], None))
+            elif t.op.type == "VariableV2":
+                fetches.append((-1, t.op))
+            else:
+                return False
+        return steps, len(slot), fetches
+
     # -- the warm path ------------------------------------------------------------------------
     def fast_runner(self, spec, store, ordinary, positional: bool = False, miss=None):
         """A generated function running `spec` with one native call (see `_FastPath`), or None.
@@ -1310,6 +1518,20 @@ def _placeholder_var(var_op):
     shape = var_op.attrs["shape"].as_tuple() or ()
     return np.zeros([d if d is not None else 2 for d in shape],
                     var_op.attrs["dtype"].as_numpy_dtype)
+
+
+# host ops whose references return exactly their declared output (one array of the
+# TensorArray's dtype, or the boxed TensorArray): run_body calls them without conversion
+_TRUSTED_HOST = frozenset({"TensorArrayReadV3", "TensorArrayWriteV3", "TensorArrayGradRead",
+                           "TensorArrayGradWrite"})
+
+
+def _run_op_reference(op, args, ctx):
+    """The interpreter's run_op_reference (imported on first use: no import cycle)."""
+    global _run_op_reference
+    from jitflow.interpreter import run_op_reference
+    _run_op_reference = run_op_reference
+    return run_op_reference(op, args, ctx)
 
 
 def _convert(c: _Compiled, out) -> list:

@@ -124,6 +124,10 @@ class CudaExecutable(_cpu.Executable):
     def _compiles(self, op) -> bool:
         return op not in self.host_ops and _lower.supported(op)
 
+    # control-flow bodies run through __call__ (the CPU driver's lean body runner calls CPU
+    # kernels)
+    run_body = None
+
     def fast_runner(self, *args, **kwargs):
         return None   # Session.run takes its general path
 

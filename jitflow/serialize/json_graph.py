@@ -1,4 +1,5 @@
-"""Graph serialization: GraphDef and MetaGraphDef as JSON-serializable dicts.
+"""jitflow's readable JSON form of graphs and meta graphs (`serialize.as_graph_def_json`): good
+for diffs; TensorFlow's protobuf formats are in graph_def.py and meta_graph.py.
 
 A graph def lists the ops in creation order, each with its name, type, inputs (`"op:idx"`,
 control inputs as `"^op"`), attributes and output dtypes; `import_graph_def` rebuilds the ops

@@ -1,0 +1,6 @@
+"""`tf.saved_model.tag_constants`: the tags that name a meta graph in a SavedModel."""
+SERVING = "serve"
+TRAINING = "train"
+EVAL = "eval"
+GPU = "gpu"
+TPU = "tpu"
