@@ -8,7 +8,7 @@ export JITFLOW_CACHE_DIR ?= $(CURDIR)/.cache/jitflow
 export OPENBLAS_NUM_THREADS ?= 1
 export PYTHONHASHSEED ?= 0
 
-.PHONY: all install test demo bench bench-quick lint clean fuzz soak
+.PHONY: all install test test-cuda demo bench bench-quick bench-cuda lint clean fuzz soak
 
 all: test
 
@@ -22,6 +22,12 @@ install: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup tests
+
+# the cuda backend's tests alone: on Numba's CUDA simulator, or with JITFLOW_CUDA_REAL=1 on
+# the machine's NVIDIA GPU (needs the cuda extra: numba-cuda)
+test-cuda: $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[test,cuda]'
+	$(BIN)/python -m pytest -q -n 2 tests/backends/numba_cuda
 
 demo: $(STAMP)
 	@for f in examples/*.py; do \
@@ -54,6 +60,13 @@ bench: $(BENCH_STAMP)
 
 bench-quick: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/run.py --quick
+
+# GPU figures (needs an NVIDIA GPU): fused chain 1e7/1e8 f32 and MLP steps at batch 1024/8192,
+# cuda against the numba CPU backend and CuPy where it installs; results in benchmarks/results/
+bench-cuda: $(BENCH_STAMP)
+	$(BIN)/python -m pip install -q -e '.[cuda]'
+	-$(BIN)/python -m pip install -q cupy-cuda12x
+	JITFLOW_CUDA_REAL=1 NUMBA_ENABLE_CUDASIM=0 $(BIN)/python benchmarks/cuda_bench.py
 
 lint: $(STAMP)
 	$(BIN)/python -m pip install -q ruff

@@ -25,7 +25,7 @@ _CACHE_DIRS = ("__pycache__",)
 def cache_dir() -> str:
     """The kernel cache folder: JITFLOW_CACHE_DIR, else $XDG_CACHE_HOME/jitflow, else
     ~/.cache/jitflow (as the compiler's cache decides)."""
-    from jitflow.compiler.cache import cache_dir as compiler_cache_dir
+    from jitflow.backends.numba_cpu.cache import cache_dir as compiler_cache_dir
     return os.path.abspath(os.path.expanduser(compiler_cache_dir()))
 
 

@@ -736,20 +736,19 @@ def _compile_program(sess, flat: list, targets: list, feeds: list,
     {key: array}, "variables": [VariableV2 ops], "updates": [...], "results": [names]}.
     """
     try:
-        from jitflow.compiler.cpu import export_source
+        from jitflow.backends.numba_cpu.driver import export_source
     except ImportError:
-        raise NotImplementedError("export needs the numba compiler (jitflow.compiler.cpu), "
+        raise NotImplementedError("export needs the numba backend (jitflow.backends.numba_cpu), "
                                   "which is not available") from None
     fetches = list(flat) + list(targets)
     if getattr(sess, "backend", None) != "numba":
         # Compile with a numba session on the same graph; the state still comes from `sess`.
         from jitflow.session import Session
         compiling = Session(graph=sess.graph, backend="numba")
-        compiling._state = dict(sess._state)
+        compiling._store.values.update(sess._store.snapshot())
     else:
         compiling = sess
-    from jitflow.compiler import fuse
-    unsupported = getattr(fuse, "Unsupported", getattr(fuse, "_Unsupported", ()))
+    from jitflow.compiler.lower import Unsupported as unsupported
     try:
         src = export_source(compiling, fetches, feeds, feed_values)
     except NotImplementedError as e:
@@ -794,8 +793,8 @@ _LIBRARIES = (("vecmath", "vectorizable math helpers"), ("nnlib", "window-op hel
 
 
 def _library_import(lib: str):
-    return re.compile(rf"^from jitflow\.compiler import {lib} as (\w+)\n"
-                      rf"|^from jitflow\.compiler\.{lib} import [\w, ]+\n", re.M)
+    return re.compile(rf"^from jitflow\.backends\.numba_cpu import {lib} as (\w+)\n"
+                      rf"|^from jitflow\.backends\.numba_cpu\.{lib} import [\w, ]+\n", re.M)
 
 
 def _inline_vecmath(source: str) -> str:
@@ -816,7 +815,7 @@ def _inline_vecmath(source: str) -> str:
         aliases = [m.group(1) for m in pattern.finditer(kernel)]
         if not aliases:
             continue
-        module = importlib.import_module(f"jitflow.compiler.{lib}")
+        module = importlib.import_module(f"jitflow.backends.numba_cpu.{lib}")
         helpers = inspect.getsource(module)
         body = ast.parse(helpers).body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
@@ -842,7 +841,8 @@ def _inline_vecmath(source: str) -> str:
         seen |= names
     text = ""
     for lib, what, helpers in copies:
-        text += (f"# ---- {what} (a copy of jitflow.compiler.{lib}) ".ljust(99, "-") + "\n"
+        text += (f"# ---- {what} (a copy of jitflow.backends.numba_cpu.{lib}) ".ljust(99, "-")
+                 + "\n"
                  + helpers.strip() + "\n\n\n")
     return text + "# ---- kernels ".ljust(99, "-") + "\n" + kernel
 

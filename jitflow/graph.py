@@ -93,8 +93,7 @@ class Tensor:
 
     def eval(self, feed_dict=None, session=None):
         """The value of this tensor in `session` (default: the default session)."""
-        from jitflow.session import _session_for
-        return _session_for(session, self.graph, "evaluate tensor").run(self, feed_dict)
+        return session_for(session, self.graph, "evaluate tensor").run(self, feed_dict)
 
     def _as_graph_element(self) -> "Tensor":
         return self
@@ -169,8 +168,7 @@ class Operation:
 
     def run(self, feed_dict=None, session=None) -> None:
         """Run this operation in `session` (default: the default session)."""
-        from jitflow.session import _session_for
-        _session_for(session, self.graph, "run operation").run(self, feed_dict)
+        session_for(session, self.graph, "run operation").run(self, feed_dict)
 
     def _as_graph_element(self) -> "Operation":
         return self
@@ -545,13 +543,33 @@ def get_default_graph() -> Graph:
     return _global_default[0]
 
 
+# -- the session hook: graph building imports no session -------------------------------------------
+def _no_session(*args):
+    raise ValueError("No session module is loaded: `import jitflow` installs one")
+
+
+_SESSION_HOOKS: dict = {"session_for": _no_session, "clear": lambda: None}
+
+
+def set_session_hooks(session_for, clear_default_sessions) -> None:
+    """Installed by jitflow.session: `session_for(session, graph, what)` picks the session that
+    `Tensor.eval`, `Operation.run` and `Variable.load` use (the default one when `session` is
+    None); `clear_default_sessions()` runs in `reset_default_graph`."""
+    _SESSION_HOOKS["session_for"] = session_for
+    _SESSION_HOOKS["clear"] = clear_default_sessions
+
+
+def session_for(session, graph: "Graph", what: str):
+    """The session for `eval`/`run`/`load` of an element of `graph` (see `set_session_hooks`)."""
+    return _SESSION_HOOKS["session_for"](session, graph, what)
+
+
 def reset_default_graph() -> None:
     """Replace the global default graph with a new, empty one."""
     if _graph_stack():
         raise AssertionError("Do not use tf.reset_default_graph() to clear nested graphs. If "
                              "you need a cleared graph, exit the nesting and create a new graph.")
-    from jitflow.session import _clear_default_sessions
-    _clear_default_sessions()
+    _SESSION_HOOKS["clear"]()
     _global_default[0] = Graph()
 
 
@@ -632,7 +650,7 @@ def convert_to_tensor(value, dtype=None, name: Optional[str] = None,
     if hasattr(value, "_to_tensor"):
         return value._to_tensor(dtype=dtype, name=name)
     if isinstance(value, (list, tuple)) and _contains_tensor(value):
-        from jitflow.ops.array import _autopack
+        from jitflow.ops._array_args import _autopack
         return _autopack(value, dtype, name or "packed")
     if isinstance(value, Operation):
         raise TypeError(f"Can't convert Operation '{value.name}' to Tensor (target dtype="

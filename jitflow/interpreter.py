@@ -15,18 +15,18 @@ __all__ = ["Interpreter", "RunContext", "run_op_reference", "run_reference_step"
 
 
 class RunContext:
-    """What stateful references see: the session's variables (with pending writes) and RNGs."""
+    """What stateful references see: the store's variables (with pending writes) and RNGs."""
 
-    __slots__ = ("session", "pending")
+    __slots__ = ("store", "pending")
 
-    def __init__(self, session) -> None:
-        self.session = session
+    def __init__(self, store) -> None:
+        self.store = store
         self.pending: dict = {}
 
     def read_var(self, var_op):
         v = self.pending.get(var_op)
         if v is None:
-            v = self.session._state.get(var_op)
+            v = self.store.get(var_op)
             if v is None:
                 raise errors.FailedPreconditionError(
                     None, var_op, f"Attempting to use uninitialized value {var_op.name}\n\t "
@@ -39,14 +39,14 @@ class RunContext:
         return value
 
     def is_initialized(self, var_op) -> bool:
-        return var_op in self.pending or var_op in self.session._state
+        return var_op in self.pending or var_op in self.store
 
     def rng(self, op) -> np.random.Generator:
-        return self.session._rng_for(op)
+        return self.store.rng_for(op)
 
     def commit(self) -> None:
         if self.pending:
-            self.session._commit_state(self.pending)
+            self.store.commit(self.pending)
 
 
 def run_op_reference(op, args, ctx: RunContext):
@@ -97,10 +97,10 @@ class _Executable:
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
 
-    def __call__(self, feed_values, session):
+    def __call__(self, feed_values, store):
         plan = self.plan
         env = dict(zip(plan.feeds, feed_values))
-        ctx = RunContext(session)
+        ctx = RunContext(store)
         with np.errstate(all="ignore"):
             for op in plan.ops:
                 run_reference_step(op, env, ctx)

@@ -15,9 +15,11 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from jitflow import graph as _graph
 from jitflow.compiler.plan import build_plan
 from jitflow.dtypes import as_bytes_array, string
 from jitflow.graph import Graph, GraphElementError, Operation, Tensor, get_default_graph
+from jitflow.runtime.state import VariableStore
 
 __all__ = ["Session", "InteractiveSession", "get_default_session", "register_backend"]
 
@@ -40,11 +42,21 @@ register_backend("interpreter", _interpreter_factory)
 
 
 def _numba_factory():
-    from jitflow.compiler.cpu import NumbaBackend  # imports numba only when it compiles
+    # imports numba only when it compiles
+    from jitflow.backends.numba_cpu.driver import NumbaBackend
     return NumbaBackend()
 
 
 register_backend("numba", _numba_factory)
+
+
+def _cuda_factory():
+    # imports numba.cuda; without a GPU or the simulator it raises saying how to get either
+    from jitflow.backends.numba_cuda.driver import CudaBackend
+    return CudaBackend()
+
+
+register_backend("cuda", _cuda_factory)
 
 
 def default_backend_name() -> str:
@@ -236,7 +248,7 @@ class _RunSpec:
         self.executable = session._backend.compile(self.plan)
         # the backend's generated runner for `Session.run` (feed values in feed order), if any
         maker = getattr(self.executable, "fast_runner", None)
-        self.fast = maker(self, session._state, _ordinary_path(session, self)) if maker else None
+        self.fast = maker(self, session._store, _ordinary_path(session, self)) if maker else None
 
 
 def _ordinary_path(session: "Session", spec: _RunSpec):
@@ -322,15 +334,13 @@ class Session:
         self._target = target
         self._config = config
         self._closed = False
-        self._state: dict = {}
-        self._rngs: dict = {}
         self._specs: dict = {}
         self._by_fetches: dict = {}
         self._backend = _make_backend(backend)
+        # the variables' values, the random generators and the host state of input pipelines
+        # (iterators, queues, readers): passed to every executable
+        self._store = VariableStore(self._backend)
         self._default_ctx: list = []
-        self._lock = threading.RLock()
-        # host state of input pipelines (iterators, queues, readers), keyed by their op
-        self._resources: dict = {}
 
     # -- properties -----------------------------------------------------------------------
     @property
@@ -348,6 +358,21 @@ class Session:
     @property
     def backend(self) -> str:
         return self._backend.name
+
+    @property
+    def _state(self) -> VariableStore:
+        """The variable store (dict-like: `get`, `in`, `[]` give host values)."""
+        return self._store
+
+    @property
+    def _resources(self) -> dict:
+        """The host state of input pipelines (iterators, queues, readers), keyed by their op."""
+        return self._store.resources
+
+    @property
+    def _lock(self):
+        """The lock under which a run creates a resource (the store's)."""
+        return self._store.lock
 
     # -- context management ------------------------------------------------------------------
     def as_default(self):
@@ -370,6 +395,7 @@ class Session:
 
     def close(self) -> None:
         self._closed = True
+        self._store.closed = True
         self._specs.clear()
         self._by_fetches.clear()
         # wake threads blocked on this session's queues (they raise CancelledError)
@@ -412,7 +438,7 @@ class Session:
             self._specs[key] = spec
             maker = getattr(spec.executable, "fast_runner", None)
             if feed_dict and spec.fast is not None and maker is not None:
-                self._by_fetches[fkey] = maker(spec, self._state, _ordinary_path(self, spec),
+                self._by_fetches[fkey] = maker(spec, self._store, _ordinary_path(self, spec),
                                                miss=_MISS)
         fast = spec.fast
         if fast is not None:
@@ -425,7 +451,7 @@ class Session:
 
     def _execute(self, spec: _RunSpec, vals: list) -> list:
         if spec.plan.ops or spec.plan.fetches:
-            out = spec.executable([vals[i] for i in spec.feed_pos], self)
+            out = spec.executable([vals[i] for i in spec.feed_pos], self._store)
         else:
             out = []
         results = []
@@ -461,7 +487,7 @@ class Session:
         maker = getattr(spec.executable, "fast_runner", None)
         if maker is not None:
             # the backend's generated runner for this compiled plan (the lowest-overhead path)
-            runner = maker(spec, self._state, _ordinary_path(self, spec), session=self)
+            runner = maker(spec, self._store, _ordinary_path(self, spec), positional=True)
             if runner is not None:
                 runner.spec = spec
                 return runner
@@ -478,38 +504,15 @@ class Session:
 
     # -- variable state ----------------------------------------------------------------------
     def _commit_state(self, pending: dict) -> None:
-        # Compiled kernels update variable buffers in place: keep them C-contiguous and owned.
-        for k, v in pending.items():
-            if isinstance(v, np.ndarray) and not (v.flags.c_contiguous and v.flags.owndata
-                                                  and v.flags.writeable):
-                v = np.array(v, order="C", copy=True)
-            self._state[k] = v
+        self._store.commit(pending)
 
     def _load_variable(self, var_op, value) -> None:
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
-        dtype = var_op.attrs["dtype"].as_numpy_dtype
-        arr = np.array(value, dtype=dtype, copy=True)
-        shape = var_op.attrs["shape"]
-        if not shape.is_compatible_with(arr.shape):
-            raise ValueError(f"Cannot load value of shape {arr.shape} into variable "
-                             f"'{var_op.name}', which has shape '{shape}'")
-        self._commit_state({var_op: arr})
+        self._store.load(var_op, value)
 
     def _rng_for(self, op) -> np.random.Generator:
-        rng = self._rngs.get(op)
-        if rng is None:
-            graph_seed = op.graph.seed
-            op_seed = op.attrs.get("seed")
-            if graph_seed is None and op_seed is None:
-                rng = np.random.default_rng()
-            else:  # TF1's get_seed: a missing graph seed is 87654321, a missing op seed
-                # is derived from the op (here its id), and seed 0 is a seed like any other
-                seed = [graph_seed if graph_seed is not None else 87654321,
-                        op_seed if op_seed is not None else op._id]
-                rng = np.random.default_rng([s % 2 ** 63 for s in seed])
-            self._rngs[op] = rng
-        return rng
+        return self._store.rng_for(op)
 
     def inspect(self, fetches, feed_dict=None) -> str:
         """The generated source for `run(fetches, feed_dict)`, each line tagged `# <op name>`.
@@ -522,7 +525,7 @@ class Session:
         describe = getattr(spec.executable, "describe", None)
         if describe is None:
             return "# backend %r runs the plan op by op:\n" % self.backend + spec.plan.as_text()
-        return describe([vals[i] for i in spec.feed_pos], self)
+        return describe([vals[i] for i in spec.feed_pos], self._store)
 
     def list_devices(self) -> list:
         return []
@@ -592,3 +595,6 @@ def _flat_feeds(feed_dict: dict) -> dict:
         else:
             out[k] = v
     return out
+
+
+_graph.set_session_hooks(_session_for, _clear_default_sessions)

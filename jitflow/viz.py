@@ -224,7 +224,7 @@ def _kernel_groups(session, fetches, feed_dict) -> tuple:
             dims = t.shape.as_tuple() or ()
             v = np.zeros([d if d is not None else 2 for d in dims], t.dtype.as_numpy_dtype)
         values.append(np.asarray(v, dtype=t.dtype.as_numpy_dtype))
-    compiled = {id(seg): c for seg, c in ex.sources(values, session)}
+    compiled = {id(seg): c for seg, c in ex.sources(values, session._store)}
     by_name = {op.name: op for op in plan.ops}
     kernels = []
     for seg in ex.steps:
@@ -241,7 +241,7 @@ def _kernel_groups(session, fetches, feed_dict) -> tuple:
                     e = stack.pop()
                     if e is None:
                         continue
-                    if hasattr(e, "template") and hasattr(e, "op"):
+                    if hasattr(e, "fn") and hasattr(e, "op"):   # an ir.Apply
                         idx.add(e.op)
                     stack.extend(getattr(e, "args", ()) or ())
                 ops_ = [by_name[k.op_names[i]] for i in sorted(idx)

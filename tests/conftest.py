@@ -8,6 +8,10 @@ import pytest
 # runs wait for their kernels (tests count compilations and compare backends run by run);
 # tests of the background compiler set JITFLOW_COMPILE themselves
 os.environ.setdefault("JITFLOW_COMPILE", "sync")
+# the cuda backend's tests run on Numba's CUDA simulator unless a real GPU is asked for (it
+# must be decided before numba.cuda is imported)
+if os.environ.get("JITFLOW_CUDA_REAL", "0") in ("", "0"):
+    os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 os.environ.setdefault("JITFLOW_CACHE_DIR", os.path.join(os.path.dirname(__file__), "..",
                                                          ".cache", "jitflow-tests"))
 

@@ -659,7 +659,7 @@ def test_a_cnn_exports_with_its_window_op_helpers_and_runs_without_jitflow(tmp_p
         want = sess.run(y, {x: xs})
         folder = tf.export(sess, y, [x], str(tmp_path / "exp"), name="cnn")
     src = (tmp_path / "exp" / "cnn.py").read_text()
-    assert "a copy of jitflow.compiler.nnlib" in src
+    assert "a copy of jitflow.backends.numba_cpu.nnlib" in src
     assert not re.search(r"^\s*(import|from)\s+jitflow\b", src, re.M)
     np.save(tmp_path / "xs.npy", xs)
     proc = _clean_python(_CNN_SCRIPT, folder, str(tmp_path / "xs.npy"),

@@ -250,7 +250,7 @@ def test_an_lstm_training_step_runs_on_kernels_compiled_once():
             for batch, steps in ((4, 30), (7, 11), (2, 50)):
                 sess.run([train, loss], feed(batch, steps))
             assert builds() == before
-            bodies = list(sess.__dict__["_subplan_executables"].values())
+            bodies = list(sess._store.subplans.values())
     assert len(bodies) == 2                                  # the forward and backward step
     for ex in bodies:
         assert isinstance(ex, Executable)

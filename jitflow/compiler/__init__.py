@@ -1,18 +1,21 @@
-"""The compiler: execution plans turned into fused native kernels (the "numba" backend).
+"""The compiler: execution plans turned into backend-neutral kernel descriptions.
 
 Modules, in pipeline order:
 
-- `plan.py`     what one `Session.run` signature computes: pruned, sorted ops.
-- `fuse.py`     lowering of a run of ops to a kernel description (the IR): values with
-                symbolic dims, elementwise expression trees, statements (loops, reductions,
-                matmuls, row ops, views, in-place variable updates) and hoisted checks. It
-                knows nothing about the CPU code text, so another emitter (CUDA) can read it.
-- `codegen.py`  the CPU emitter: IR -> the source of one Numba function (explicit loops,
-                typed constants, every line tagged `# <op name>`).
-- `cache.py`    content-addressed modules, in memory and on disk (`njit(cache=True)`).
-- `cpu.py`      the backend: splitting a plan into native segments and reference steps,
-                shape classes, the warm path, `make_callable`, `inspect`, `export_source`.
-- `vecmath.py`  vectorizable exp/log/tanh/sigmoid helpers the generated code calls.
+- `plan.py`       what one `Session.run` signature computes: pruned, sorted ops.
+- `partition.py`  long plans cut into kernels by content (repeated structure compiles once).
+- `ir.py`         the kernel IR: values with symbolic dims, scalar-op expressions, statements
+                  (loops, reductions, contractions, row ops, regions, views, library calls,
+                  in-place variable updates) and checks. No backend's code text.
+- `lower.py`      the generic fuser: a run of ops -> one IR kernel, through each op's registry
+                  entry (`scalar=` or `lower=`); broadcasting, inlining, materializing.
+
+Backends read the IR: jitflow/backends/numba_cpu (the default) and numba_cuda. The older module
+names (`fuse`, `codegen`, `cpu`, `cache`, `vecmath`, `runtime_shapes` (now jitflow/fold.py),
+...) stay importable here.
+
+The compiler is a function of a plan: executables are called with the feed values and the
+session's variable store (jitflow/runtime/state.py), never with the session.
 
 Importing this package does not import Numba; compiling the first kernel does.
 """

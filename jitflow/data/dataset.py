@@ -44,12 +44,13 @@ class Options:
 
 
 class _Run:
-    """What a pipeline sees while it runs: the session and the values of its input tensors."""
+    """What a pipeline sees while it runs: the session's variable store and the values of its
+    input tensors."""
 
-    __slots__ = ("session", "values")
+    __slots__ = ("store", "values")
 
-    def __init__(self, session, values: dict) -> None:
-        self.session = session
+    def __init__(self, store, values: dict) -> None:
+        self.store = store
         self.values = values
 
     def get(self, v):
@@ -607,9 +608,9 @@ class _Map(_Unary):
 
     def _gen(self, run):
         cap = [run.values[t] for t in self._fn.captured]
-        fn, sess = self._fn, run.session
+        fn, store = self._fn, run.store
         for el in self._input._gen(run):
-            yield tuple(fn(sess, el, cap))
+            yield tuple(fn(store, el, cap))
 
 
 class _Filter(_Unary):
@@ -628,9 +629,9 @@ class _Filter(_Unary):
 
     def _gen(self, run):
         cap = [run.values[t] for t in self._fn.captured]
-        fn, sess = self._fn, run.session
+        fn, store = self._fn, run.store
         for el in self._input._gen(run):
-            if bool(fn(sess, el, cap)[0]):
+            if bool(fn(store, el, cap)[0]):
                 yield el
 
 
@@ -645,8 +646,8 @@ class _FlatMap(_Unary):
         return self._fn.captured
 
     def _inner(self, run, el, cap):
-        vals = self._fn(run.session, el, cap)
-        return self._fn.dataset._gen(_Run(run.session, dict(zip(self._fn.fetches, vals))))
+        vals = self._fn(run.store, el, cap)
+        return self._fn.dataset._gen(_Run(run.store, dict(zip(self._fn.fetches, vals))))
 
     def _gen(self, run):
         cap = [run.values[t] for t in self._fn.captured]

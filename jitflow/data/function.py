@@ -57,7 +57,7 @@ def _needs_feed(t: Tensor, memo: dict) -> bool:
 
 
 class TracedFunction:
-    """A dataset function traced on placeholders; `__call__(session, flat_args, captured)`
+    """A dataset function traced on placeholders; `__call__(store, flat_args, captured)`
     runs it for one element and returns its flat outputs."""
 
     def __init__(self, fn: Callable, input_structure, graph, scope: str,
@@ -118,11 +118,11 @@ class TracedFunction:
             self._exe = Interpreter().compile(plan)
         return self._exe
 
-    def __call__(self, session, flat_args, captured_values) -> list:
+    def __call__(self, store, flat_args, captured_values) -> list:
         exe = self._executable()
         vals = list(flat_args) + list(captured_values)
         if self._exe.plan.ops:
-            out = exe([vals[i] for i in self._feed_order], session)
+            out = exe([vals[i] for i in self._feed_order], store)
         else:
             out = [None] * len(self.fetches)
         return [vals[f] if f is not None else np.asarray(o)

@@ -2,10 +2,11 @@
 
 `IteratorV2` names an iterator (its handle: the key of its state in the session);
 `MakeIterator(handle, *inputs)` starts a dataset with the values of its input tensors and
-keeps the running pipeline in the session (`Session._resources`); `IteratorGetNext(handle)`
-takes the next element, raising OutOfRangeError at the end. A one-shot iterator
-(`OneShotIterator(*inputs)`) starts itself on first use. All are host ops: a training step fed
-by `get_next` still compiles, the element arrays being inputs of its kernels.
+keeps the running pipeline in the session (`Session._resources`: its variable store's
+`resources`); `IteratorGetNext(handle)` takes the next element, raising OutOfRangeError at the
+end. A one-shot iterator (`OneShotIterator(*inputs)`) starts itself on first use. All are host
+ops: a training step fed by `get_next` still compiles, the element arrays being inputs of its
+kernels.
 
 The Dataset objects live in a per-process registry; ops hold only its token (as `py_func`
 does), so graphs with pipelines serialize.
@@ -53,9 +54,9 @@ def _dataset_of(op) -> Dataset:
 class _IteratorState:
     """A running pipeline: its generator of elements, pulled under a lock."""
 
-    def __init__(self, dataset: Dataset, values: dict, session) -> None:
+    def __init__(self, dataset: Dataset, values: dict, store) -> None:
         self.lock = threading.Lock()
-        self.gen = dataset._gen(_Run(session, values))
+        self.gen = dataset._gen(_Run(store, values))
         self.done = False
 
     def next(self, op) -> tuple:
@@ -79,7 +80,7 @@ def _handle(name: str) -> np.ndarray:
 
 def _start(op, dataset: Dataset, name: str, values, ctx) -> None:
     vals = dict(zip(dataset._inputs(), values))
-    ctx.session._resources[_key(name)] = _IteratorState(dataset, vals, ctx.session)
+    ctx.store.resources[_key(name)] = _IteratorState(dataset, vals, ctx.store)
 
 
 # -- ops ------------------------------------------------------------------------------------------
@@ -104,9 +105,9 @@ register("MakeIterator", infer=lambda op: [], ref=_make_ref, needs_ctx=True, sta
 
 def _one_shot_ref(op, *values, ctx):
     name = op.name
-    res = ctx.session._resources
+    res = ctx.store.resources
     if _key(name) not in res:
-        with ctx.session._lock:
+        with ctx.store.lock:
             if _key(name) not in res:
                 _start(op, _dataset_of(op), name, values, ctx)
     return _handle(name)
@@ -123,7 +124,7 @@ def _get_next_infer(op):
 
 def _get_next_ref(op, handle, ctx):
     key = _key(handle.item() if isinstance(handle, np.ndarray) else handle)
-    state = ctx.session._resources.get(key)
+    state = ctx.store.resources.get(key)
     if state is None:
         raise errors.FailedPreconditionError(
             None, op, "GetNext() failed because the iterator has not been initialized. Ensure "

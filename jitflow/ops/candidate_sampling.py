@@ -134,7 +134,7 @@ def _distribution(op, ctx):
     if t == "UniformCandidateSampler":
         return _Uniform(a["range_max"])
     if t == "LearnedUnigramCandidateSampler":
-        res = ctx.session._resources
+        res = ctx.store.resources
         state = res.get(op)
         if state is None:
             state = res.setdefault(op, _LearnedState(a["range_max"]))
@@ -164,7 +164,7 @@ def _sampler_ref(op, true_classes, ctx):
     true_exp = expected_count(dist.prob(tc), n, tries).astype(np.float32)
     samp_exp = expected_count(dist.prob(sampled), n, tries).astype(np.float32)
     if op.type == "LearnedUnigramCandidateSampler":
-        state = ctx.session._resources[op]
+        state = ctx.store.resources[op]
         with state.lock:  # TF learns from the true classes after sampling
             np.add.at(state.weights, tc.reshape(-1) % dist.range_max, 1.0)
     return sampled, true_exp, samp_exp

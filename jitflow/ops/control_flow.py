@@ -95,7 +95,7 @@ def _select_example(np_true, np_false, shapes, id_):
 
 
 register("CondSelect", infer=_cond_select_infer, ref=_pick_ref, grad=_cond_select_grad,
-         kind="elementwise", template="({1} if {0} else {2})", default_name="Merge",
+         kind="elementwise", scalar="select", default_name="Merge",
          doc="A select by a scalar predicate: input 1 when it is true, else input 2 (both "
              "computed; same shape). `tf.cond` runs only its taken branch (the If op).",
          examples=[_select_example(lambda a, b: a, lambda a, b: b, [(), (2, 3), (2, 3)],
@@ -720,7 +720,7 @@ register("WhileGrad", infer=_while_grad_infer, ref=_while_grad_ref, differentiab
              "to the first.")
 
 
-# -- map_fn, scan, foldl, foldr ------------------------------------------------------------------
+# -- map_fn, scan, foldl, foldr --------------------------------------------------------------------
 # A leading dimension known at build time and at most _UNROLL long is unrolled (the copies fuse
 # into kernels); anything else is a while loop over TensorArrays, as in TF1.
 _UNROLL = 32

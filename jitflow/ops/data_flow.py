@@ -1,8 +1,8 @@
 """Queues (`tf.FIFOQueue`, `tf.RandomShuffleQueue`, `tf.PaddingFIFOQueue`) on real threads.
 
 A queue op (`FIFOQueueV2`, ...) yields the queue's handle; its state (the elements, a
-condition variable) belongs to the session (`Session._resources`), created when a run first
-uses it. Enqueue and dequeue ops are host ops that block on the condition (releasing the GIL
+condition variable) belongs to the session (`Session._resources`: its variable store's
+`resources`), created when a run first uses it. Enqueue and dequeue ops are host ops that block on the condition (releasing the GIL
 and holding no session lock), so queue-runner threads and the training loop share one session
 as in TF1: a dequeue from a closed, too-empty queue raises OutOfRangeError, an enqueue into a
 closed queue CancelledError, and closing the session wakes every waiter with CancelledError.
@@ -37,7 +37,7 @@ _KINDS = {"FIFOQueueV2": "FIFOQueue", "RandomShuffleQueueV2": "RandomShuffleQueu
 class _QueueState:
     """The elements of one queue in one session, and the condition its users wait on."""
 
-    def __init__(self, op, session) -> None:
+    def __init__(self, op, store) -> None:
         a = op.attrs
         self.kind = _KINDS[op.type]
         self.name = a.get("shared_name") or op.name
@@ -50,7 +50,7 @@ class _QueueState:
         self.closed = False
         self.cancelled = False
         self.session_gone = False
-        self.rng = session._rng_for(op) if self.kind == "RandomShuffleQueue" else None
+        self.rng = store.rng_for(op) if self.kind == "RandomShuffleQueue" else None
         self.waiting = 0  # threads blocked on this queue now
 
     def _wait(self) -> None:
@@ -163,14 +163,14 @@ class _QueueState:
 
 def queue_state(handle_op, ctx) -> _QueueState:
     """The session's state of the queue made by `handle_op` (created on first use)."""
-    res = ctx.session._resources
+    res = ctx.store.resources
     key = ("queue", handle_op.attrs.get("shared_name") or handle_op.name)
     state = res.get(key)
     if state is None:
-        with ctx.session._lock:
+        with ctx.store.lock:
             state = res.get(key)
             if state is None:
-                state = res[key] = _QueueState(handle_op, ctx.session)
+                state = res[key] = _QueueState(handle_op, ctx.store)
     return state
 
 

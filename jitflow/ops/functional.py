@@ -357,8 +357,8 @@ class SubPlan:
         if not (plan.ops or plan.fetches) or self.writes or (
                 ctx.pending and not self.reads.isdisjoint(ctx.pending)):
             return lambda values: self.run(values, ctx)
-        session = ctx.session
-        ex = self._executable(session)
+        store = ctx.store
+        ex = self._executable(store)
         run_body = getattr(ex, "run_body", None)
         pos, dts, where = self.plan_feed_pos, self.npdtypes, self.where
         feed_only = all(k == "feed" for k, _ in where)
@@ -370,19 +370,17 @@ class SubPlan:
                 if d is not None and not (type(v) is np.ndarray and v.dtype is d):
                     v = _as_array(v, d)
                 vals.append(v)
-            out = ex(vals, session) if run_body is None else run_body(vals, session, ctx)
+            out = ex(vals, store) if run_body is None else run_body(vals, store, ctx)
             if feed_only:
                 return [values[i] for _, i in where]
             return [out[i] if k == "out" else values[i] for k, i in where]
         return call
 
-    def _executable(self, session):
-        cache = session.__dict__.get("_subplan_executables")
-        if cache is None:
-            cache = session.__dict__.setdefault("_subplan_executables", {})
-        ex = cache.get(self)
+    def _executable(self, store):
+        """This sub-plan's executable on the store's backend (compiled once per store)."""
+        ex = store.subplans.get(self)
         if ex is None:
-            ex = cache[self] = session._backend.compile(self.plan)
+            ex = store.subplans[self] = store.backend.compile(self.plan)
         return ex
 
     def run(self, values: list, ctx) -> list:
@@ -390,12 +388,12 @@ class SubPlan:
         plan = self.plan
         if plan.ops or plan.fetches:
             vals = [values[i] for i in self.plan_feed_pos]
-            session = ctx.session
+            store = ctx.store
             if not self.writes and not (ctx.pending and not self.reads.isdisjoint(ctx.pending)):
-                ex = self._executable(session)
+                ex = self._executable(store)
                 vals = [v if d is None else _as_array(v, d) for v, d in zip(vals, self.npdtypes)]
                 run_body = getattr(ex, "run_body", None)
-                out = ex(vals, session) if run_body is None else run_body(vals, session, ctx)
+                out = ex(vals, store) if run_body is None else run_body(vals, store, ctx)
             else:
                 from jitflow.interpreter import run_reference_step
                 env = dict(zip(plan.feeds, vals))

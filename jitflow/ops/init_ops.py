@@ -12,7 +12,7 @@ import numpy as np
 
 from jitflow import dtypes as _dtypes
 from jitflow.graph import Tensor, make_op, name_scope
-from jitflow.ops.array import _constant_array, constant, ones, zeros
+from jitflow.ops.sources import _constant_array, constant, ones, zeros
 from jitflow.ops.random import _seed_attrs, random_normal, random_uniform, truncated_normal
 from jitflow.ops.registry import Example, register
 from jitflow.shapes import TensorShape

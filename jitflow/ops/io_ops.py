@@ -104,11 +104,11 @@ class _ReaderState:
 
 
 def _reader_state(op, ctx) -> _ReaderState:
-    res = ctx.session._resources
+    res = ctx.store.resources
     key = ("reader", op.attrs.get("shared_name") or op.name)
     st = res.get(key)
     if st is None:
-        with ctx.session._lock:
+        with ctx.store.lock:
             st = res.get(key)
             if st is None:
                 st = res[key] = _ReaderState(op)

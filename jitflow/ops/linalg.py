@@ -7,6 +7,8 @@ from typing import Optional
 
 import numpy as np
 
+from jitflow.compiler.ir import X0, X1, Apply, Check, Load, MatMul, Reduce, S
+from jitflow.compiler.lower import Unsupported
 from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.ops.math import abs as _abs
 from jitflow.ops.math import pow as _pow
@@ -131,9 +133,71 @@ def _mm_examples():
     return out
 
 
+# -- lowering into the kernel IR ------------------------------------------------------------------
+def _lower_matmul(low, op, pos: int) -> None:
+    """A contraction of two stored matrices (`ir.MatMul`); the inner sizes are checked."""
+    ta = bool(op.attrs.get("transpose_a"))
+    tb = bool(op.attrs.get("transpose_b"))
+    a = low.value(op.inputs[0], pos)
+    b = low.value(op.inputs[1], pos)
+    if a.rank != 2 or b.rank != 2:
+        raise Unsupported("matmul operands")
+    m, ka = (a.dims[1], a.dims[0]) if ta else (a.dims[0], a.dims[1])
+    kb, n = (b.dims[1], b.dims[0]) if tb else (b.dims[0], b.dims[1])
+    mo = a.ones[1] if ta else a.ones[0]
+    no = b.ones[0] if tb else b.ones[1]
+    low.check_equal(ka, kb, pos, "Matrix size-incompatible")
+    out = op.outputs[0]
+    if low.is_fed(out):
+        return
+    v = low.buf(out.dtype.name, (mo, no), (m, n))
+    low.emit(MatMul(v, a, b, ta, tb, pos))
+    low.set(out, v)
+
+
+def _matmul_lowerable(op) -> bool:
+    return (op.inputs[0].dtype.name != "bool" and op.inputs[0].shape.ndims == 2
+            and op.inputs[1].shape.ndims == 2
+            and not op.attrs.get("adjoint_a") and not op.attrs.get("adjoint_b"))
+
+
+def _lower_batch_matmul(low, op, pos: int) -> None:
+    """BatchMatMulV2 as a sum over k of a[..., i, k] * b[..., k, j] (batch dims broadcast)."""
+    out = op.outputs[0]
+    if low.is_fed(out):
+        return
+    a, b = low.stored(op.inputs[0], pos), low.stored(op.inputs[1], pos)
+    if a.rank < 2 or b.rank < 2:
+        raise Unsupported("batch matmul of vectors")
+    nb = max(a.rank, b.rank) - 2
+    parts = [(None, None, v.ones[:-2], v.dims[:-2], None) for v in (a, b)]
+    b_ones, b_dims = low.broadcast(parts, pos)
+    ta, tb = bool(op.attrs["adj_x"]), bool(op.attrs["adj_y"])
+    # loop axes: batch..., i (nb), j (nb + 1), k (nb + 2)
+    i, j, k = nb, nb + 1, nb + 2
+    ax_a = tuple(range(nb - (a.rank - 2), nb)) + ((k, i) if ta else (i, k))
+    ax_b = tuple(range(nb - (b.rank - 2), nb)) + ((j, k) if tb else (k, j))
+    m_one, m = (a.ones[-1], a.dims[-1]) if ta else (a.ones[-2], a.dims[-2])
+    ka_one, ka = (a.ones[-2], a.dims[-2]) if ta else (a.ones[-1], a.dims[-1])
+    n_one, n = (b.ones[-2], b.dims[-2]) if tb else (b.ones[-1], b.dims[-1])
+    kb_one, kb = (b.ones[-1], b.dims[-1]) if tb else (b.ones[-2], b.dims[-2])
+    if ka != kb:
+        low.checks.append(Check(ka, kb, pos, "Matrix size-incompatible"))
+    expr = Apply(S.mul(X0, X1), [Load(a, ax_a), Load(b, ax_b)], a.dtype, pos)
+    ones = b_ones + (m_one, n_one, ka_one and kb_one)
+    dims = b_dims + (m, n, ka if not ka_one else kb)
+    v = low.buf(out.dtype.name, ones[:-1], dims[:-1])
+    low.emit(Reduce(v, expr, dims, ones, (k,), "sum", pos, a.dtype))
+    low.set(out, v)
+
+
 register("MatMul", infer=_matmul_infer, ref=_matmul_ref, grad=_matmul_grad, kind="matmul",
+         lower=_lower_matmul, lowerable=_matmul_lowerable,
          doc="a @ b for matrices; attrs transpose_a, transpose_b.", examples=_mm_examples())
 register("BatchMatMulV2", infer=_batch_infer, ref=_batch_ref, grad=_batch_grad, kind="matmul",
+         lower=_lower_batch_matmul,
+         lowerable=lambda op: all(t.shape.ndims is not None and t.shape.ndims >= 2
+                                  for t in op.inputs) and op.inputs[0].dtype.name != "bool",
          doc="Matrix products over the last two axes; the leading (batch) axes broadcast.",
          examples=[Example(lambda a, b: matmul(a, b), [(2, 3, 4), (2, 4, 5)], np.matmul,
                            ("float32", "float64", "int32"), id="batch"),

@@ -1,19 +1,14 @@
-"""Elementwise math: one registry entry per op (shape rule, NumPy reference, gradient, template).
+"""Elementwise math: one registry entry per op (shape rule, NumPy reference, gradient, lowering).
 
 Binary ops broadcast as NumPy does; their gradients sum back over the broadcast axes through
 `unbroadcast`, the one helper all of them share.
 
-Templates. An elementwise op's `template` is one scalar expression in Python/Numba syntax that
-the code generator substitutes into its loops. It may use
-- `{0}`, `{1}`, `{2}`: the input values (already loaded scalars, so repeating them is free);
-- `{dtype}`: the NumPy type name of the op's output dtype (`float32`, `int64`, `bool_`), so a
-  constant is written typed, `np.{dtype}(0.5)`: a bare float literal would promote float32
-  math to float64;
-- `math.*` scalar functions (`math.exp`, `math.log`, `math.tanh`, `math.log1p`, ...; the code
-  generator maps exp/log/tanh to its vectorized helpers), `np.*` scalar functions and ufuncs
-  (`np.floor`, `np.rint`, `np.isnan`, `np.maximum`, ...), and the builtins `abs`, `min`, `max`;
-- conditional expressions (`({1} if {0} else {2})`).
-A callable template `template(op) -> str` picks the expression from the op (e.g. by dtype).
+Lowering. An elementwise op's `scalar` is what one element of its result is, as a scalar
+expression of the kernel IR (jitflow/compiler/ir.py) over its operands `X0`, `X1`, ...: a scalar
+op name applied to all operands in order (`"add"`), or a tree built with `S` (`S.mul(S.sub(X0,
+X1), S.sub(X0, X1))`; numbers are constants the backends type in the op's dtype). A callable
+`scalar(op)` picks the expression from the op (e.g. by dtype). Each backend spells the scalar ops
+(jitflow/backends/*/scalar_ops.py); the fuser inlines the expressions into one loop.
 """
 from __future__ import annotations
 
@@ -24,6 +19,8 @@ import math
 import numpy as np
 
 from jitflow import dtypes as _dtypes
+from jitflow.compiler.ir import X0, X1, Check, Load, S
+from jitflow.compiler.lower import Pending, Unsupported
 from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.ops.registry import Example, register
 from jitflow.shapes import TensorShape, broadcast_static, shape_tf_str
@@ -163,11 +160,6 @@ def scalar_like(value, t: Tensor) -> Tensor:
     return convert_to_tensor(np.asarray(value, dtype=t.dtype.as_numpy_dtype), name="Const")
 
 
-def _typed(s: str) -> str:
-    """`np.{dtype}(c)` spelled for a template."""
-    return "np.{dtype}(" + s + ")"
-
-
 # -- unbroadcast: sum a gradient back to an input's shape -----------------------------------------
 def _unbroadcast_ref(op, g, x):
     shape = np.shape(x)
@@ -180,9 +172,32 @@ def _unbroadcast_ref(op, g, x):
     return np.sum(g, axis=axes, keepdims=False).reshape(shape).astype(g.dtype, copy=False)
 
 
+def _lower_unbroadcast(low, op, pos: int) -> None:
+    """A sum over the broadcast axes (`ir.Reduce`); with none, an inlinable identity."""
+    g, x = op.inputs
+    _, _, g_ones, g_dims, _ = low.expr(g, shape_only=True)
+    _, _, x_ones, x_dims, _ = low.expr(x, shape_only=True)
+    lead = len(g_ones) - len(x_ones)
+    if lead < 0:
+        raise Unsupported("unbroadcast to a higher rank")
+    axes = tuple(range(lead)) + tuple(
+        k + lead for k, one in enumerate(x_ones) if one and not g_ones[k + lead])
+    for k, one in enumerate(x_ones):
+        if not one and not g_ones[k + lead] and g_dims[k + lead] != x_dims[k]:
+            low.checks.append(Check(g_dims[k + lead], x_dims[k], pos, "Incompatible shapes"))
+    if not axes and lead == 0:
+        # the same shape (checked above): described by g's dims, so that a stored g is shared
+        # rather than copied
+        src = low.expr(g)
+        low.identity_of(op, pos, src, x_ones, src.dims if src.ones == x_ones else x_dims)
+        return
+    low.reduce(op, pos, "sum", axes, False, out_dims=(x_ones, x_dims))
+
+
 register("Unbroadcast",
          infer=lambda op: [(op.inputs[0].dtype, op.inputs[1].shape)],
          ref=_unbroadcast_ref, grad=lambda op, g: [_broadcast_like(g, op.inputs[0]), None],
+         lower=_lower_unbroadcast, shape_only=(1,), inline=True,
          kind="reduce", doc="Sum input 0 over the axes along which it was broadcast from "
                             "input 1's shape (the gradient of broadcasting).",
          examples=[Example(lambda g, x: unbroadcast(g, x), [(2, 3), (1, 3)],
@@ -199,7 +214,7 @@ register("BroadcastLike",
          infer=lambda op: [(op.inputs[0].dtype, op.inputs[1].shape)],
          ref=_broadcast_like_ref,
          grad=lambda op, g: [unbroadcast(g, op.inputs[0]), None],
-         kind="elementwise", template="{0}",
+         kind="elementwise", scalar=X0,
          doc="Broadcast input 0 to input 1's shape (input 1 only gives the shape).",
          examples=[Example(lambda a, b: broadcast_like(a, b), [(3,), (2, 3)],
                            lambda a, b: np.broadcast_to(a, b.shape))])
@@ -250,8 +265,40 @@ def _broadcast_reduced_grad(op, g):
     return [reduce_sum(g, axis=list(op.attrs["axis"])), None]
 
 
+def _lower_broadcast_reduced(low, op, pos: int) -> None:
+    """A load of the stored reduction result with its reduced axes mapped away (`Load.axes`),
+    inlined into the consumer."""
+    g, like = op.inputs
+    _, _, l_ones, l_dims, _ = low.expr(like, shape_only=True)
+    rank = len(l_ones)
+    axes = tuple(sorted(a + rank if a < 0 else a for a in op.attrs["axis"]))
+    out = op.outputs[0]
+    lit = low.literal(g)
+    if lit is not None:
+        # a scalar (the gradient of a rank-0 loss) broadcast to `like`'s shape
+        if not low.is_fed(out):
+            low.place(out, Pending(lit, lit.dtype, tuple(l_ones), l_dims, frozenset(), pos),
+                      pos)
+        return
+    gv = low.value(g, pos)
+    if gv.rank == rank:
+        amap = tuple(range(rank))
+    elif gv.rank == rank - len(axes):
+        amap = tuple(k for k in range(rank) if k not in axes)
+    else:
+        raise Unsupported("BroadcastReduced ranks")
+    for j, k in enumerate(amap):
+        if not gv.ones[j] and not l_ones[k] and gv.dims[j] != l_dims[k]:
+            low.checks.append(Check(gv.dims[j], l_dims[k], pos, "Incompatible shapes"))
+    if low.is_fed(out):
+        return
+    low.place(out, Pending(Load(gv, amap), gv.dtype, tuple(l_ones), l_dims, frozenset(), pos),
+              pos)
+
+
 register("BroadcastReduced", infer=_broadcast_reduced_infer, ref=_broadcast_reduced_ref,
          grad=_broadcast_reduced_grad, kind="other",
+         lower=_lower_broadcast_reduced, shape_only=(1,), inline=(1,),
          doc="Insert size-1 axes `axis` into input 0 (a reduction result without keepdims) and "
              "broadcast it to input 1's shape: the gradient of a reduction.",
          examples=[Example(lambda g, x: broadcast_reduced(g, x, (1,)), [(2, 4), (2, 3, 4)],
@@ -291,7 +338,7 @@ def _add_n_ref(op, *xs):
 
 register("AddN", infer=_add_n_infer, ref=_add_n_ref,
          grad=lambda op, g: [g] * len(op.inputs), kind="elementwise",
-         template=lambda op: "(" + " + ".join(f"{{{i}}}" for i in range(len(op.inputs))) + ")",
+         scalar="add",
          examples=[Example(lambda a, b, c: add_n([a, b, c]), [(2, 3)] * 3,
                            lambda a, b, c: a + b + c, ("float32", "float64", "int32")),
                    Example(lambda a, b: add_n([a, b]), [(4,), (4,)],
@@ -311,7 +358,7 @@ def add_n(inputs, name: Optional[str] = None) -> Tensor:
 
 
 register("StopGradient", infer=unary_infer, ref=lambda op, x: np.asarray(x),
-         differentiable=False, kind="elementwise", template="{0}",
+         differentiable=False, kind="elementwise", scalar=X0,
          doc="Identity whose input receives no gradient.",
          examples=[Example(lambda a: stop_gradient(a), [(2, 3)], lambda a: a,
                            ("float32", "float64", "int32"), grad=False)])
@@ -357,16 +404,16 @@ def _binary_examples(fn, npfn, dtypes=("float32", "float64", "int32"), domain="r
 
 
 register("Add", infer=_binary_rule(_NUMERIC), ref=lambda op, x, y: np.add(x, y),
-         grad=_add_grad, kind="elementwise", template="({0} + {1})",
+         grad=_add_grad, kind="elementwise", scalar="add",
          examples=_binary_examples(lambda a, b: add(a, b), np.add))
 register("Sub", infer=_binary_rule(_NUMERIC), ref=lambda op, x, y: np.subtract(x, y),
-         grad=_sub_grad, kind="elementwise", template="({0} - {1})",
+         grad=_sub_grad, kind="elementwise", scalar="sub",
          examples=_binary_examples(lambda a, b: subtract(a, b), np.subtract))
 register("Mul", infer=_binary_rule(_NUMERIC), ref=lambda op, x, y: np.multiply(x, y),
-         grad=_mul_grad, kind="elementwise", template="({0} * {1})",
+         grad=_mul_grad, kind="elementwise", scalar="mul",
          examples=_binary_examples(lambda a, b: multiply(a, b), np.multiply))
 register("RealDiv", infer=_binary_rule(_NUMERIC), ref=lambda op, x, y: np.true_divide(x, y),
-         grad=_div_grad, kind="elementwise", template="({0} / {1})",
+         grad=_div_grad, kind="elementwise", scalar="div",
          examples=_binary_examples(lambda a, b: a / b, np.true_divide, ("float32", "float64"),
                                    "nonzero"))
 
@@ -385,7 +432,7 @@ def _div_no_nan_grad(op, g):
 
 register("DivNoNan", infer=_binary_rule(_FLOATS), ref=_div_no_nan_ref, grad=_div_no_nan_grad,
          kind="elementwise",
-         template="(" + _typed("0") + " if {1} == 0 else {0} / {1})",
+         scalar=S.select(S.eq(X1, 0), 0, S.div(X0, X1)),
          examples=_binary_examples(lambda a, b: div_no_nan(a, b), np.true_divide,
                                    ("float32", "float64"), "nonzero")
          + [Example(lambda a, b: div_no_nan(a, b * 0.0), [(2, 3), (3,)],
@@ -408,31 +455,19 @@ def _floormod_ref(op, x, y):
     return np.mod(x, y)
 
 
-def _floordiv_template(op):
-    if op.outputs[0].dtype.is_integer:
-        return "({0} // {1})"
-    return "np.floor({0} / {1})"
-
-
-def _floormod_template(op):
-    if op.outputs[0].dtype.is_integer:
-        return "({0} % {1})"
-    return "np.mod({0}, {1})"
-
-
 def _floormod_grad(op, g):
     x, y = op.inputs
     return [unbroadcast(g, x), unbroadcast(-g * floordiv(x, y), y)]
 
 
 register("FloorDiv", infer=_binary_rule(_NUMERIC), ref=_floordiv_ref,
-         differentiable=False, kind="elementwise", template=_floordiv_template,
+         differentiable=False, kind="elementwise", scalar="floordiv",
          doc="Division rounded toward negative infinity (Python's `//`), ints and floats; an "
              "integer division by zero is an InvalidArgumentError, as in TF.",
          examples=_binary_examples(lambda a, b: a // b, np.floor_divide, domain="nonzero",
                                    grad=False))
 register("FloorMod", infer=_binary_rule(_NUMERIC), ref=_floormod_ref,
-         grad=_floormod_grad, kind="elementwise", template=_floormod_template,
+         grad=_floormod_grad, kind="elementwise", scalar="floormod",
          doc="Remainder with the sign of the divisor (Python's `%`).",
          examples=_binary_examples(lambda a, b: a % b, np.mod, domain="nonzero", grad=False))
 
@@ -449,7 +484,7 @@ def _pow_grad(op, g):
 
 
 register("Pow", infer=_binary_rule(_NUMERIC), ref=lambda op, x, y: np.power(x, y),
-         grad=_pow_grad, kind="elementwise", template="({0} ** {1})",
+         grad=_pow_grad, kind="elementwise", scalar="pow",
          examples=_binary_examples(lambda a, b: pow(a, b), np.power, ("float32", "float64"),
                                    "positive")
          + [Example(lambda a, b: pow(a, b), [(2, 3), (3,)], np.power, ("int32",), (0, 4),
@@ -461,16 +496,16 @@ def _neg_ex():
 
 
 register("Neg", infer=_unary_rule(_NUMERIC), ref=lambda op, x: np.negative(x),
-         grad=lambda op, g: [-g], kind="elementwise", template="(-{0})", examples=_neg_ex())
+         grad=lambda op, g: [-g], kind="elementwise", scalar="neg", examples=_neg_ex())
 register("Square", infer=_unary_rule(_NUMERIC), ref=lambda op, x: np.square(x),
          grad=lambda op, g: [g * (op.inputs[0] * scalar_like(2, op.inputs[0]))],
-         kind="elementwise", template="({0} * {0})",
+         kind="elementwise", scalar=S.mul(X0, X0),
          examples=[Example(lambda a: square(a), [(2, 3)], np.square,
                            ("float32", "float64", "int32"))])
 
 
 # -- unary math -----------------------------------------------------------------------------------
-def _unary(op_type, ref, grad, template, allowed=_FLOATS, domain="real", grad_ok=True,
+def _unary(op_type, ref, grad, scalar, allowed=_FLOATS, domain="real", grad_ok=True,
            fn=None, expect=None, dtypes=("float32", "float64"), out_dtype=None):
     """Register a unary elementwise op with one example on a (2, 3) input."""
     examples = []
@@ -478,7 +513,7 @@ def _unary(op_type, ref, grad, template, allowed=_FLOATS, domain="real", grad_ok
         examples = [Example(lambda a: fn(a), [(2, 3)], expect or (lambda a: ref(None, a)),
                             dtypes, domain, grad_ok)]
     register(op_type, infer=_unary_rule(allowed, out_dtype), ref=ref, grad=grad,
-             differentiable=grad is not None, kind="elementwise", template=template,
+             differentiable=grad is not None, kind="elementwise", scalar=scalar,
              examples=examples)
 
 
@@ -549,61 +584,58 @@ def _softplus_np(x):
     return np.logaddexp(np.zeros_like(x), x)
 
 
-_ONE = _typed("1")
-_ZERO = _typed("0")
-
-_unary("Abs", lambda op, x: np.abs(x), _abs_grad, "abs({0})", _NUMERIC, fn=lambda a: abs(a),
+_unary("Abs", lambda op, x: np.abs(x), _abs_grad, "abs", _NUMERIC, fn=lambda a: abs(a),
        expect=np.abs, dtypes=("float32", "float64", "int32"), domain="nonzero")
-_unary("Sign", lambda op, x: np.sign(x), _sign_grad, "np.sign({0})", _NUMERIC,
+_unary("Sign", lambda op, x: np.sign(x), _sign_grad, "sign", _NUMERIC,
        fn=lambda a: sign(a), expect=np.sign, dtypes=("float32", "float64", "int32"),
        grad_ok=False)
-_unary("Sqrt", lambda op, x: np.sqrt(x), _sqrt_grad, "math.sqrt({0})", domain="positive",
+_unary("Sqrt", lambda op, x: np.sqrt(x), _sqrt_grad, "sqrt", domain="positive",
        fn=lambda a: sqrt(a), expect=np.sqrt)
-_unary("Rsqrt", lambda op, x: 1 / np.sqrt(x), _rsqrt_grad, f"({_ONE} / math.sqrt({{0}}))",
+_unary("Rsqrt", lambda op, x: 1 / np.sqrt(x), _rsqrt_grad, S.div(1, S.sqrt(X0)),
        domain="positive", fn=lambda a: rsqrt(a), expect=lambda a: 1 / np.sqrt(a))
-_unary("Reciprocal", lambda op, x: np.reciprocal(x), _reciprocal_grad, f"({_ONE} / {{0}})",
+_unary("Reciprocal", lambda op, x: np.reciprocal(x), _reciprocal_grad, S.div(1, X0),
        domain="nonzero", fn=lambda a: reciprocal(a), expect=lambda a: 1 / a)
-_unary("Exp", lambda op, x: np.exp(x), lambda op, g: [g * op.outputs[0]], "math.exp({0})",
+_unary("Exp", lambda op, x: np.exp(x), lambda op, g: [g * op.outputs[0]], "exp",
        fn=lambda a: exp(a), expect=np.exp)
-_unary("Log", lambda op, x: np.log(x), lambda op, g: [g / op.inputs[0]], "math.log({0})",
+_unary("Log", lambda op, x: np.log(x), lambda op, g: [g / op.inputs[0]], "log",
        domain="positive", fn=lambda a: log(a), expect=np.log)
-_unary("Log1p", lambda op, x: np.log1p(x), _log1p_grad, "math.log1p({0})", domain="unit",
+_unary("Log1p", lambda op, x: np.log1p(x), _log1p_grad, "log1p", domain="unit",
        fn=lambda a: log1p(a), expect=np.log1p)
 _unary("Expm1", lambda op, x: np.expm1(x), lambda op, g: [g * exp(op.inputs[0])],
-       "math.expm1({0})", fn=lambda a: expm1(a), expect=np.expm1)
-_unary("Sin", lambda op, x: np.sin(x), lambda op, g: [g * cos(op.inputs[0])], "math.sin({0})",
+       "expm1", fn=lambda a: expm1(a), expect=np.expm1)
+_unary("Sin", lambda op, x: np.sin(x), lambda op, g: [g * cos(op.inputs[0])], "sin",
        fn=lambda a: sin(a), expect=np.sin)
 _unary("Cos", lambda op, x: np.cos(x), lambda op, g: [-g * sin(op.inputs[0])],
-       "math.cos({0})", fn=lambda a: cos(a), expect=np.cos)
-_unary("Tan", lambda op, x: np.tan(x), _tan_grad, "math.tan({0})", domain="unit",
+       "cos", fn=lambda a: cos(a), expect=np.cos)
+_unary("Tan", lambda op, x: np.tan(x), _tan_grad, "tan", domain="unit",
        fn=lambda a: tan(a), expect=np.tan)
-_unary("Tanh", lambda op, x: np.tanh(x), _tanh_grad, "math.tanh({0})", fn=lambda a: tanh(a),
+_unary("Tanh", lambda op, x: np.tanh(x), _tanh_grad, "tanh", fn=lambda a: tanh(a),
        expect=np.tanh)
 # exp(-|x|) keeps both branches finite; the naive 1/(1+exp(-x)) flushes subnormal results to 0
 _unary("Sigmoid", lambda op, x: _sigmoid_np(x), _sigmoid_grad,
-       f"(({_ONE} if {{0}} >= 0 else math.exp({{0}})) / ({_ONE} + math.exp(-abs({{0}}))))",
+       "sigmoid",
        fn=lambda a: sigmoid(a), expect=lambda a: 1 / (1 + np.exp(-a.astype(np.float64))))
 _unary("Softplus", lambda op, x: _softplus_np(x), _softplus_grad,
-       f"(max({{0}}, {_ZERO}) + math.log1p(math.exp(-abs({{0}}))))",
+       "softplus",
        fn=lambda a: softplus(a), expect=lambda a: np.log(1 + np.exp(a.astype(np.float64))))
-_unary("Erf", lambda op, x: _erf_np(x), _erf_grad, "math.erf({0})", fn=lambda a: erf(a),
+_unary("Erf", lambda op, x: _erf_np(x), _erf_grad, "erf", fn=lambda a: erf(a),
        expect=lambda a: np.vectorize(math.erf)(a.astype(np.float64)))
-_unary("Floor", lambda op, x: np.floor(x), None, "np.floor({0})", fn=lambda a: floor(a),
+_unary("Floor", lambda op, x: np.floor(x), None, "floor", fn=lambda a: floor(a),
        expect=np.floor, grad_ok=False)
-_unary("Ceil", lambda op, x: np.ceil(x), None, "np.ceil({0})", fn=lambda a: ceil(a),
+_unary("Ceil", lambda op, x: np.ceil(x), None, "ceil", fn=lambda a: ceil(a),
        expect=np.ceil, grad_ok=False)
 _unary("Round", lambda op, x: np.rint(x), None,
-       lambda op: "{0}" if op.outputs[0].dtype.is_integer else "np.rint({0})", _NUMERIC,
+       lambda op: X0 if op.outputs[0].dtype.is_integer else S.rint(X0), _NUMERIC,
        fn=lambda a: round(a * 2.0 if a.dtype.is_floating else a),
        expect=lambda a: np.rint(a * 2.0) if a.dtype.kind == "f" else a,
        dtypes=("float32", "float64", "int32"), grad_ok=False)
-_unary("Rint", lambda op, x: np.rint(x), None, "np.rint({0})", fn=lambda a: rint(a * 2.0),
+_unary("Rint", lambda op, x: np.rint(x), None, "rint", fn=lambda a: rint(a * 2.0),
        expect=lambda a: np.rint(a * 2.0), grad_ok=False)
-_unary("IsNan", lambda op, x: np.isnan(x), None, "np.isnan({0})", out_dtype=_dtypes.bool_,
+_unary("IsNan", lambda op, x: np.isnan(x), None, "isnan", out_dtype=_dtypes.bool_,
        fn=lambda a: is_nan(a), expect=np.isnan, grad_ok=False)
-_unary("IsFinite", lambda op, x: np.isfinite(x), None, "np.isfinite({0})",
+_unary("IsFinite", lambda op, x: np.isfinite(x), None, "isfinite",
        out_dtype=_dtypes.bool_, fn=lambda a: is_finite(a), expect=np.isfinite, grad_ok=False)
-_unary("IsInf", lambda op, x: np.isinf(x), None, "np.isinf({0})", out_dtype=_dtypes.bool_,
+_unary("IsInf", lambda op, x: np.isinf(x), None, "isinf", out_dtype=_dtypes.bool_,
        fn=lambda a: is_inf(a), expect=np.isinf, grad_ok=False)
 
 
@@ -612,25 +644,25 @@ def _one_minus_sq(x):
 
 
 _unary("Asin", lambda op, x: np.arcsin(x), lambda op, g: [g * rsqrt(_one_minus_sq(op.inputs[0]))],
-       "math.asin({0})", domain="unit", fn=lambda a: asin(a), expect=np.arcsin)
+       "asin", domain="unit", fn=lambda a: asin(a), expect=np.arcsin)
 _unary("Acos", lambda op, x: np.arccos(x),
-       lambda op, g: [-g * rsqrt(_one_minus_sq(op.inputs[0]))], "math.acos({0})", domain="unit",
+       lambda op, g: [-g * rsqrt(_one_minus_sq(op.inputs[0]))], "acos", domain="unit",
        fn=lambda a: acos(a), expect=np.arccos)
 _unary("Atan", lambda op, x: np.arctan(x),
        lambda op, g: [g / (scalar_like(1, op.inputs[0]) + op.inputs[0] * op.inputs[0])],
-       "math.atan({0})", fn=lambda a: atan(a), expect=np.arctan)
+       "atan", fn=lambda a: atan(a), expect=np.arctan)
 _unary("Sinh", lambda op, x: np.sinh(x), lambda op, g: [g * cosh(op.inputs[0])],
-       "math.sinh({0})", fn=lambda a: sinh(a), expect=np.sinh)
+       "sinh", fn=lambda a: sinh(a), expect=np.sinh)
 _unary("Cosh", lambda op, x: np.cosh(x), lambda op, g: [g * sinh(op.inputs[0])],
-       "math.cosh({0})", fn=lambda a: cosh(a), expect=np.cosh)
+       "cosh", fn=lambda a: cosh(a), expect=np.cosh)
 _unary("Asinh", lambda op, x: np.arcsinh(x),
        lambda op, g: [g * rsqrt(op.inputs[0] * op.inputs[0] + scalar_like(1, op.inputs[0]))],
-       "math.asinh({0})", fn=lambda a: asinh(a), expect=np.arcsinh)
+       "asinh", fn=lambda a: asinh(a), expect=np.arcsinh)
 _unary("Acosh", lambda op, x: np.arccosh(x),
        lambda op, g: [g * rsqrt(op.inputs[0] * op.inputs[0] - scalar_like(1, op.inputs[0]))],
-       "math.acosh({0})", domain=(1.2, 3.0), fn=lambda a: acosh(a), expect=np.arccosh)
+       "acosh", domain=(1.2, 3.0), fn=lambda a: acosh(a), expect=np.arccosh)
 _unary("Atanh", lambda op, x: np.arctanh(x),
-       lambda op, g: [g / _one_minus_sq(op.inputs[0])], "math.atanh({0})", domain="unit",
+       lambda op, g: [g / _one_minus_sq(op.inputs[0])], "atanh", domain="unit",
        fn=lambda a: atanh(a), expect=np.arctanh)
 
 
@@ -650,10 +682,10 @@ def _sqdiff_grad(op, g):
 
 
 register("Maximum", infer=_binary_rule(_NUMERIC), ref=lambda op, x, y: np.maximum(x, y),
-         grad=_minmax_grad, kind="elementwise", template="np.maximum({0}, {1})",
+         grad=_minmax_grad, kind="elementwise", scalar="maximum",
          examples=_binary_examples(lambda a, b: maximum(a, b), np.maximum))
 register("Minimum", infer=_binary_rule(_NUMERIC), ref=lambda op, x, y: np.minimum(x, y),
-         grad=_minmax_grad, kind="elementwise", template="np.minimum({0}, {1})",
+         grad=_minmax_grad, kind="elementwise", scalar="minimum",
          examples=_binary_examples(lambda a, b: minimum(a, b), np.minimum))
 def _atan2_grad(op, g):
     y, x = op.inputs
@@ -662,7 +694,7 @@ def _atan2_grad(op, g):
 
 
 register("Atan2", infer=_binary_rule(_FLOATS), ref=lambda op, y, x: np.arctan2(y, x),
-         grad=_atan2_grad, kind="elementwise", template="math.atan2({0}, {1})",
+         grad=_atan2_grad, kind="elementwise", scalar="atan2",
          doc="The angle of the point (x, y): arctan(y / x) in the right quadrant.",
          examples=_binary_examples(lambda a, b: atan2(a, b), np.arctan2, ("float32", "float64"),
                                    "nonzero"))
@@ -680,24 +712,8 @@ def _truncatediv_ref(op, x, y):
     return np.trunc(x / y)
 
 
-_INT_TRUNCDIV = ("({0} // {1} + (" + _typed("1") + " if {0} % {1} != 0 and ({0} < 0) != ({1} < 0)"
-                 " else " + _typed("0") + "))")
-
-
-def _truncatediv_template(op):
-    if op.outputs[0].dtype.is_integer:
-        return _INT_TRUNCDIV
-    return "np.trunc({0} / {1})"
-
-
-def _truncatemod_template(op):
-    if op.outputs[0].dtype.is_integer:
-        return "({0} - {1} * " + _INT_TRUNCDIV + ")"
-    return "np.fmod({0}, {1})"
-
-
 register("TruncateDiv", infer=_binary_rule(_NUMERIC), ref=_truncatediv_ref,
-         differentiable=False, kind="elementwise", template=_truncatediv_template,
+         differentiable=False, kind="elementwise", scalar="truncdiv",
          doc="Division rounded toward zero (C's `/` on integers).",
          examples=_binary_examples(lambda a, b: truncatediv(a, b),
                                    lambda a, b: np.trunc(a.astype(np.float64) / b),
@@ -708,7 +724,7 @@ def _truncatemod_ref(op, x, y):
 
 
 register("TruncateMod", infer=_binary_rule(_NUMERIC), ref=_truncatemod_ref, differentiable=False,
-         kind="elementwise", template=_truncatemod_template,
+         kind="elementwise", scalar="truncmod",
          doc="Remainder with the sign of the dividend (C's `%`).",
          examples=_binary_examples(lambda a, b: truncatemod(a, b), np.fmod, domain="nonzero",
                                    grad=False))
@@ -716,39 +732,39 @@ register("TruncateMod", infer=_binary_rule(_NUMERIC), ref=_truncatemod_ref, diff
 
 register("SquaredDifference", infer=_binary_rule(_NUMERIC),
          ref=lambda op, x, y: np.square(np.subtract(x, y)), grad=_sqdiff_grad,
-         kind="elementwise", template="(({0} - {1}) * ({0} - {1}))",
+         kind="elementwise", scalar=S.mul(S.sub(X0, X1), S.sub(X0, X1)),
          examples=_binary_examples(lambda a, b: squared_difference(a, b),
                                    lambda a, b: np.square(a - b)))
 
 
 # -- comparisons and logic ------------------------------------------------------------------------
-def _cmp(op_type, npfn, sym, allowed=_NUMERIC):
+def _cmp(op_type, npfn, fn, allowed=_NUMERIC):
     register(op_type, infer=_binary_rule(allowed, _dtypes.bool_),
              ref=lambda op, x, y: npfn(x, y), differentiable=False, kind="elementwise",
-             template=f"({{0}} {sym} {{1}})",
+             scalar=fn,
              examples=_binary_examples(lambda a, b: _CMP_FNS[op_type](a, b), npfn,
                                        ("float32", "int32"), "int", grad=False))
 
 
 _CMP_FNS: dict = {}
-_cmp("Equal", np.equal, "==", _NUMERIC + ("bool", "string"))
-_cmp("NotEqual", np.not_equal, "!=", _NUMERIC + ("bool", "string"))
-_cmp("Less", np.less, "<")
-_cmp("LessEqual", np.less_equal, "<=")
-_cmp("Greater", np.greater, ">")
-_cmp("GreaterEqual", np.greater_equal, ">=")
+_cmp("Equal", np.equal, "eq", _NUMERIC + ("bool", "string"))
+_cmp("NotEqual", np.not_equal, "ne", _NUMERIC + ("bool", "string"))
+_cmp("Less", np.less, "lt")
+_cmp("LessEqual", np.less_equal, "le")
+_cmp("Greater", np.greater, "gt")
+_cmp("GreaterEqual", np.greater_equal, "ge")
 
 _BOOL = ("bool",)
 register("LogicalAnd", infer=_binary_rule(_BOOL), ref=lambda op, x, y: np.logical_and(x, y),
-         differentiable=False, kind="elementwise", template="({0} and {1})",
+         differentiable=False, kind="elementwise", scalar="and",
          examples=_binary_examples(lambda a, b: a & b, np.logical_and, ("bool",), "bool",
                                    grad=False))
 register("LogicalOr", infer=_binary_rule(_BOOL), ref=lambda op, x, y: np.logical_or(x, y),
-         differentiable=False, kind="elementwise", template="({0} or {1})",
+         differentiable=False, kind="elementwise", scalar="or",
          examples=_binary_examples(lambda a, b: a | b, np.logical_or, ("bool",), "bool",
                                    grad=False))
 register("LogicalNot", infer=_unary_rule(_BOOL), ref=lambda op, x: np.logical_not(x),
-         differentiable=False, kind="elementwise", template="(not {0})",
+         differentiable=False, kind="elementwise", scalar="not",
          examples=[Example(lambda a: ~a, [(2, 3)], np.logical_not, ("bool",), "bool", False)])
 
 
@@ -793,13 +809,13 @@ def _where_ref(op, c, x, y):
 
 
 register("SelectV2", infer=_select_v2_infer, ref=_where_ref, grad=_select_grad,
-         kind="elementwise", template="({1} if {0} else {2})",
+         kind="elementwise", scalar="select",
          examples=[Example(lambda c, a, b: where_v2(c > 0, a, b), [(2, 3), (2, 3), (3,)],
                            lambda c, a, b: np.where(c > 0, a, b), id="bcast"),
                    Example(lambda c, a, b: where_v2(c > 0, a, b), [(2, 1), (1, 3), ()],
                            lambda c, a, b: np.where(c > 0, a, b), id="outer")])
 register("Select", infer=_select_infer, ref=_where_ref, grad=_select_grad,
-         kind="elementwise", template="({1} if {0} else {2})",
+         kind="elementwise", scalar="select",
          doc="TF1 `tf.where(c, x, y)`: x and y of one shape; c of their rank (a condition "
              "vector over the first axis is expanded to [n, 1, ...] by `where`).",
          examples=[Example(lambda c, a, b: where(c > 0, a, b), [(2, 3), (2, 3), (2, 3)],
@@ -929,7 +945,7 @@ def _cast_grad(op, g):
 register("Cast", infer=lambda op: [(op.attrs["DstT"], op.inputs[0].shape)],
          ref=lambda op, x: np.asarray(x).astype(op.attrs["DstT"].as_numpy_dtype),
          grad=_cast_grad, kind="elementwise",
-         template=lambda op: "{0}", doc="Convert to attr DstT (the code generator casts on store).",
+         scalar="cast", doc="Convert to attr DstT (the result cast to DstT).",
          examples=[Example(lambda a: cast(a * 3.0, "int32"), [(2, 3)],
                            lambda a: (a * 3.0).astype(np.int32), grad=False, id="to_int"),
                    Example(lambda a: cast(a, "float64"), [(2, 3)], lambda a: a,

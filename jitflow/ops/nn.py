@@ -1,6 +1,6 @@
 """`tf.nn`: activations, softmax and cross-entropy, bias_add, moments, dropout, l2 ops.
 
-Activations are elementwise ops with templates. Softmax, LogSoftmax and the two softmax
+Activations are elementwise ops with scalar expressions. Softmax, LogSoftmax and the two softmax
 cross-entropy ops have kind "row": each output element depends on one whole row (the slice
 along attr `axis`, normally the last), so a code generator emits one loop nest per row (max,
 sum of exps, then the outputs). Their references subtract the row maximum, so large logits
@@ -14,9 +14,12 @@ from typing import Optional
 import numpy as np
 
 from jitflow import dtypes as _dtypes
+from jitflow.compiler.ir import (X0, X1, Apply, Check, LibCall, Lit, Load, Loop, RangeCheck,
+                                 RowOp, S, Value)
+from jitflow.compiler.lower import Pending, Unsupported
 from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.ops.math import (
-    _FLOATS, _NUMERIC, _typed, abs, add, broadcast_reduced, cast, check_dtype, equal, exp, floor,
+    _FLOATS, _NUMERIC, abs, add, broadcast_reduced, cast, check_dtype, equal, exp, floor,
     greater, greater_equal, less, log1p, logical_and, maximum, minimum, multiply, rsqrt,
     scalar_like, square, squared_difference, stop_gradient, unary_infer, unbroadcast, where_v2,
 )
@@ -91,46 +94,45 @@ def _softsign_grad(op, g):
     return [g / (d * d)]
 
 
-def _leaky_template(op) -> str:
-    alpha = repr(float(op.attrs["alpha"]))
-    return "({0} if {0} > 0 else " + _typed(alpha) + " * {0})"
+def _leaky_scalar(op):
+    return S.select(S.gt(X0, 0), X0, S.mul(float(op.attrs["alpha"]), X0))
 
 
-_SCALE, _SA = _typed(repr(_SELU_SCALE)), _typed(repr(_SELU_SCALE * _SELU_ALPHA))
 register("Relu", infer=_act_infer(_NUMERIC), ref=lambda op, x: np.maximum(x, 0).astype(x.dtype),
-         grad=_relu_grad, kind="elementwise", template="np.maximum({0}, " + _typed("0") + ")",
+         grad=_relu_grad, kind="elementwise", scalar=S.maximum(X0, 0),
          examples=_act_example(lambda a: relu(a), lambda a: np.maximum(a, 0),
                                ("float32", "float64", "int32")))
 register("Relu6", infer=_act_infer(_NUMERIC),
          ref=lambda op, x: np.minimum(np.maximum(x, 0), 6).astype(x.dtype), grad=_relu6_grad,
          kind="elementwise",
-         template="np.minimum(np.maximum({0}, " + _typed("0") + "), " + _typed("6") + ")",
+         scalar=S.minimum(S.maximum(X0, 0), 6),
          examples=[Example(lambda a: relu6(a * 4.0), [(2, 5)],
                            lambda a: np.clip(a * 4.0, 0, 6), domain=(0.1, 1.4), id="range"),
                    Example(lambda a: relu6(a), [(2, 5)], lambda a: np.clip(a, 0, 6),
                            ("int32",), "int", grad=False, id="int")])
 register("LeakyRelu", infer=_act_infer(_FLOATS),
          ref=lambda op, x: np.where(x > 0, x, x * op.attrs["alpha"]).astype(x.dtype),
-         grad=_leaky_grad, kind="elementwise", template=_leaky_template,
+         grad=_leaky_grad, kind="elementwise", scalar=_leaky_scalar,
          examples=_act_example(lambda a: leaky_relu(a), lambda a: np.where(a > 0, a, 0.2 * a))
          + [Example(lambda a: leaky_relu(a, alpha=0.5), [(3,)],
                     lambda a: np.where(a > 0, a, 0.5 * a), domain="nonzero", id="alpha")])
 register("Elu", infer=_act_infer(_FLOATS),
          ref=lambda op, x: np.where(x > 0, x, np.expm1(np.minimum(x, 0))).astype(x.dtype),
          grad=_elu_grad, kind="elementwise",
-         template="({0} if {0} > 0 else math.expm1({0}))",
+         scalar=S.select(S.gt(X0, 0), X0, S.expm1(X0)),
          examples=_act_example(lambda a: elu(a), lambda a: np.where(a > 0, a, np.exp(a) - 1)))
 register("Selu", infer=_act_infer(_FLOATS),
          ref=lambda op, x: np.where(x > 0, _SELU_SCALE * x, _SELU_SCALE * _SELU_ALPHA
                                     * np.expm1(np.minimum(x, 0))).astype(x.dtype),
          grad=_selu_grad, kind="elementwise",
-         template=f"({_SCALE} * {{0}} if {{0}} > 0 else {_SA} * math.expm1({{0}}))",
+         scalar=S.select(S.gt(X0, 0), S.mul(_SELU_SCALE, X0),
+                         S.mul(_SELU_SCALE * _SELU_ALPHA, S.expm1(X0))),
          examples=_act_example(lambda a: selu(a), lambda a: np.where(
              a > 0, 1.0507009873554805 * a, 1.0507009873554805 * 1.6732632423543772
              * (np.exp(a) - 1))))
 register("Softsign", infer=_act_infer(_FLOATS), ref=lambda op, x: x / (1 + np.abs(x)),
          grad=_softsign_grad, kind="elementwise",
-         template="({0} / (" + _typed("1") + " + abs({0})))",
+         scalar=S.div(X0, S.add(1, S.abs(X0))),
          examples=_act_example(lambda a: softsign(a), lambda a: a / (1 + np.abs(a)),
                                domain="real"))
 
@@ -223,13 +225,138 @@ def _row_examples(fn, npfn):
             Example(lambda a: fn(a, dim=1), [(2, 3, 4)], lambda a: npfn(a, 1), id="dim")]
 
 
+# -- lowering of the softmax family into the kernel IR --------------------------------------------
+def _lower_row(how: str):
+    """Softmax ("softmax"), LogSoftmax ("log_softmax") and the cross-entropies ("xent",
+    "sparse_xent") as one `ir.RowOp` over the rows of their last axis; along another axis,
+    rows of a transposed copy; over an axis of size 1, elementwise."""
+    def lower(low, op, pos: int) -> None:
+        if how in ("softmax", "log_softmax") and op.attrs["axis"] not in (
+                -1, op.inputs[0].shape.ndims - 1):
+            return _lower_row_inner_axis(low, op, pos, how)
+        x = low.value(op.inputs[0], pos)
+        if x.ones[-1] and how == "sparse_xent":
+            raise Unsupported("sparse xent over a unit axis")
+        labels = None
+        if how == "xent":
+            labels = _dense_labels(low, op, pos, x)
+            if x.ones[-1]:
+                return _lower_row_unit(low, op, pos, how, x, labels)
+        elif x.ones[-1]:
+            return _lower_row_unit(low, op, pos, how, x, None)
+        elif how == "sparse_xent":
+            labels = low.value(op.inputs[1], pos)
+            if labels.kind != "in" or labels.ones != x.ones[:-1]:
+                raise Unsupported("sparse xent labels must be an input")
+            for a, b in zip(labels.dims, x.dims[:-1]):
+                if a != b:
+                    low.checks.append(Check(a, b, pos, "Incompatible shapes"))
+            low.checks.append(RangeCheck(labels, x.dims[-1], pos, "Received a label value "
+                                         "outside the valid range"))
+        outs = []
+        for i, t in enumerate(op.outputs):
+            loss = how in ("xent", "sparse_xent") and i == 0
+            ones, dims = (x.ones[:-1], x.dims[:-1]) if loss else (x.ones, x.dims)
+            if low.is_fed(t) or not low.uses.get(t, 0):
+                outs.append(None)
+                if not low.is_fed(t):  # only its shape may be asked for
+                    low.set(t, Pending(Lit(0, t.dtype.name), t.dtype.name, ones, dims,
+                                       frozenset(), pos, consumed=True))
+                continue
+            v = low.buf(t.dtype.name, ones, dims)
+            outs.append(v)
+            low.set(t, v)
+        if any(o is not None for o in outs):
+            low.emit(RowOp(how, outs, x, labels, pos))
+    return lower
+
+
+def _dense_labels(low, op, pos: int, x):
+    """The labels of a dense cross-entropy: stored, of the logits' shape (checked)."""
+    lab = low.value(op.inputs[1], pos)
+    if lab.ones != x.ones:
+        raise Unsupported("xent labels broadcast")
+    for a, b in zip(lab.dims, x.dims):
+        if a != b:
+            low.checks.append(Check(a, b, pos, "Incompatible shapes"))
+    return lab
+
+
+def _lower_row_unit(low, op, pos: int, how: str, x, lab) -> None:
+    """A softmax-family op over an axis of size 1 is elementwise: softmax is exp(x - x)
+    (1, or NaN where x is not finite, as the row formula gives), log_softmax x - x, the
+    cross-entropy loss labels * (x - x) + 0 and its backprop exp(x - x) - labels."""
+    r, dt = x.rank, x.dtype
+    reads = frozenset(v.var_op for v in (x, lab) if v is not None and v.kind == "var")
+    drop = tuple(range(r - 1)) + (0,)   # loads of a row result: the unit axis is index 0
+    for i, t in enumerate(op.outputs):
+        loss = how == "xent" and i == 0
+        ones, dims = (x.ones[:-1], x.dims[:-1]) if loss else (x.ones, x.dims)
+        if low.is_fed(t) or not low.uses.get(t, 0):
+            if not low.is_fed(t):
+                low.set(t, Pending(Lit(0, dt), dt, ones, dims, frozenset(), pos, consumed=True))
+            continue
+        if how == "softmax":
+            expr = Apply(S.exp(S.sub(X0, X0)), [Load(x)], dt, pos, True)
+        elif how == "log_softmax":
+            expr = Apply(S.sub(X0, X0), [Load(x)], dt, pos)
+        elif loss:
+            # TF's labels * (lse - z) summed from +0: here lse = 0 and z = x - x
+            expr = Apply(S.add(S.mul(X0, S.sub(X1, X1)), 0.0), [Load(lab, drop), Load(x, drop)],
+                         dt, pos)
+        else:
+            expr = Apply(S.sub(S.exp(S.sub(X1, X1)), X0), [Load(lab), Load(x)], dt, pos, True)
+        low.place(t, Pending(expr, dt, ones, dims, reads, pos), pos)
+
+
+def _lower_row_inner_axis(low, op, pos: int, how: str) -> None:
+    """Softmax/LogSoftmax along an axis other than the last: rows of a transposed copy."""
+    out = op.outputs[0]
+    if low.is_fed(out):
+        return
+    src = low.stored(op.inputs[0], pos)
+    r = src.rank
+    a = op.attrs["axis"] % r
+    perm = tuple(k for k in range(r) if k != a) + (a,)   # axis `a` last
+    axes = [0] * r
+    for j, k in enumerate(perm):
+        axes[k] = j
+    ones = tuple(src.ones[k] for k in perm)
+    dims = tuple(src.dims[k] for k in perm)
+    if ones[-1]:  # one element per row: 1 (log: 0), nan where x is not finite
+        fn = S.add(S.sub(X0, X0), X1) if how == "softmax" else S.sub(X0, X0)
+        expr = Apply(fn, [Load(src), Lit(1, src.dtype)], src.dtype, pos)
+        low.place(out, Pending(expr, src.dtype, src.ones, src.dims, low.reads_of(src), pos),
+                  pos)
+        return
+    xt = low.buf(src.dtype, ones, dims)
+    low.emit(Loop(xt, Load(src, tuple(axes)), pos))
+    yt = low.buf(out.dtype.name, ones, dims)
+    low.emit(RowOp(how, [yt], xt, None, pos))
+    # yt's dim j is the source's dim perm[j]: read it back in the source's axis order
+    low.place(out, Pending(Load(yt, perm), yt.dtype, src.ones, src.dims, frozenset(), pos), pos)
+
+
+def _row_lowerable(op) -> bool:
+    r = op.inputs[0].shape.ndims
+    if r is None or r < 1 or op.inputs[0].dtype.name not in _FLOATS:
+        return False
+    if op.type == "SparseSoftmaxCrossEntropyWithLogits":
+        return True
+    if op.type == "SoftmaxCrossEntropyWithLogits":
+        return op.attrs.get("axis") in (r - 1, -1) and op.inputs[1].shape.ndims == r
+    return -r <= op.attrs["axis"] < r
+
+
 register("Softmax", infer=_row_infer, ref=lambda op, x: _np_softmax(x, op.attrs["axis"]),
-         grad=_softmax_grad, kind="row", doc="exp(x) / sum(exp(x)) along attr axis.",
+         grad=_softmax_grad, kind="row", lower=_lower_row("softmax"), lowerable=_row_lowerable,
+         doc="exp(x) / sum(exp(x)) along attr axis.",
          examples=_row_examples(lambda a, **k: softmax(a, **k),
                                 lambda a, ax: np.exp(a) / np.exp(a).sum(ax, keepdims=True)))
 register("LogSoftmax", infer=_row_infer,
          ref=lambda op, x: _np_log_softmax(x, op.attrs["axis"]), grad=_log_softmax_grad,
-         kind="row", doc="x - log(sum(exp(x))) along attr axis.",
+         kind="row", lower=_lower_row("log_softmax"), lowerable=_row_lowerable,
+         doc="x - log(sum(exp(x))) along attr axis.",
          examples=_row_examples(lambda a, **k: log_softmax(a, **k),
                                 lambda a, ax: a - np.log(np.exp(a).sum(ax, keepdims=True))))
 
@@ -305,7 +432,7 @@ def _np_xent(labels, logits, axis=-1):
 
 
 register("SoftmaxCrossEntropyWithLogits", infer=_xent_infer, ref=_xent_ref, grad=_xent_grad,
-         kind="row",
+         kind="row", lower=_lower_row("xent"), lowerable=_row_lowerable,
          doc="Inputs (logits, labels); outputs the loss per row and its gradient "
              "softmax(logits) - labels (the `backprop` output).",
          examples=[Example(lambda lab, lg: softmax_cross_entropy_with_logits_v2(
@@ -370,7 +497,8 @@ def _np_sparse_xent(logits, labels):
 
 
 register("SparseSoftmaxCrossEntropyWithLogits", infer=_sparse_xent_infer, ref=_sparse_xent_ref,
-         grad=_sparse_xent_grad, kind="row",
+         grad=_sparse_xent_grad, kind="row", lower=_lower_row("sparse_xent"),
+         lowerable=_row_lowerable,
          doc="Inputs (logits, int labels); outputs the loss per row and softmax - onehot.",
          examples=[Example(lambda lg: sparse_softmax_cross_entropy_with_logits(
                                labels=_SPARSE_LABELS, logits=lg), [(4, 3)],
@@ -509,6 +637,8 @@ def _l2_infer(op):
 register("L2Loss", infer=_l2_infer,
          ref=lambda op, x: np.asarray(np.sum(np.square(x)) / 2, dtype=np.asarray(x).dtype),
          grad=lambda op, g: [op.inputs[0] * g], kind="reduce",
+         lower=lambda low, op, pos: low.reduce(op, pos, "l2", None, False),
+         lowerable=lambda op: op.inputs[0].shape.ndims is not None, inline=True,
          doc="sum(x ** 2) / 2 over all elements.",
          examples=[Example(lambda a: l2_loss(a), [(3, 4)], lambda a: np.sum(a * a) / 2)])
 
@@ -544,7 +674,7 @@ def _bias_add_infer(op):
 
 register("BiasAdd", infer=_bias_add_infer, ref=lambda op, v, b: np.add(v, b),
          grad=lambda op, g: [g, unbroadcast(g, op.inputs[1])], kind="elementwise",
-         template="({0} + {1})", doc="value + bias along the last axis (NHWC).",
+         scalar="add", doc="value + bias along the last axis (NHWC).",
          examples=[Example(lambda v, b: bias_add(v, b), [(3, 4), (4,)], np.add,
                            ("float32", "float64", "int32")),
                    Example(lambda v, b: bias_add(v, b), [(2, 3, 2, 4), (4,)], np.add,
@@ -1051,7 +1181,185 @@ def _np_conv_direct(x, f, stride, padding):
     return out
 
 
+# -- lowering of window ops into the kernel IR --------------------------------------------------
+# Each convolution and pooling op (and gradient) becomes one `ir.LibCall`: a call of a library
+# routine (each backend has its window library) on stored operands, writing outputs the kernel
+# allocates. Output sizes are symbolic dims ("window", n, k, stride, dilation, same) -- ceil(n /
+# stride) for SAME, the number of whole windows for VALID -- so a new batch or image size
+# reuses the same code; sizes the static shapes know are used as constants. The ops consuming
+# the outputs (bias, activation) fuse into one loop over them as usual.
+def _window_dim(n, k, stride: int, dilation: int, same: bool):
+    """The symbolic output size of one spatial axis (n, k: dims)."""
+    if n == 1 and k == 1 and stride == 1:
+        return 1
+    return ("window", n, k, stride, dilation, same)
+
+
+def _win_stored(low, t, pos: int):
+    v = low.stored(t, pos)
+    if v.rank != 4:
+        raise Unsupported("window op operands must be rank-4 arrays")
+    return v
+
+
+def _win_geometry(op) -> tuple:
+    _, sh, sw, _ = op.attrs["strides"]
+    _, dh, dw, _ = op.attrs.get("dilations", (1, 1, 1, 1))
+    return int(sh), int(sw), int(dh), int(dw), op.attrs["padding"] == "SAME"
+
+
+def _win_params(op) -> tuple:
+    sh, sw, dh, dw, same = _win_geometry(op)
+    return sh, sw, dh, dw, int(same)
+
+
+def _win_out(low, op, ones: tuple, dims: tuple):
+    t = op.outputs[0]
+    ones, dims = low.refine(t, ones, dims)
+    v = low.buf(t.dtype.name, ones, dims)
+    low.set(t, v)
+    return v
+
+
+def _lower_conv(low, op, pos: int) -> None:
+    """Conv2D and DepthwiseConv2dNative: `conv2d` / `depthwise_conv2d` of the window library."""
+    depthwise = op.type == "DepthwiseConv2dNative"
+    x = _win_stored(low, op.inputs[0], pos)
+    f = _win_stored(low, op.inputs[1], pos)
+    if low.is_fed(op.outputs[0]):
+        return
+    sh, sw, dh, dw, same = _win_geometry(op)
+    low.check_equal(x.dims[3], f.dims[2], pos, "input depth must equal the filter's "
+                    "in_channels")
+    oh = _window_dim(x.dims[1], f.dims[0], sh, dh, same)
+    ow = _window_dim(x.dims[2], f.dims[1], sw, dw, same)
+    if depthwise:
+        ch = x.dims[3] if f.dims[3] == 1 else ("arith", "*", x.dims[3], f.dims[3])
+    else:
+        ch = f.dims[3]
+    dims = (x.dims[0], oh, ow, ch)
+    ones = (x.ones[0], oh == 1, ow == 1, ch == 1)
+    out = _win_out(low, op, ones, dims)
+    low.emit(LibCall("depthwise_conv2d" if depthwise else "conv2d", [x, f], [out],
+                     (sh, sw, dh, dw, int(same)), pos))
+
+
+def _check_conv_grad_dims(low, op, x_dims, f, g, pos: int, depthwise: bool) -> None:
+    """The output gradient must have the forward op's output shape (else the interpreter
+    reports the error)."""
+    sh, sw, dh, dw, same = _win_geometry(op)
+    want = (x_dims[0], _window_dim(x_dims[1], f.dims[0], sh, dh, same),
+            _window_dim(x_dims[2], f.dims[1], sw, dw, same),
+            ("arith", "*", x_dims[3], f.dims[3]) if depthwise and f.dims[3] != 1
+            else x_dims[3] if depthwise else f.dims[3])
+    for a, b in zip(g.dims, want):
+        low.check_equal(a, b, pos, "out_backprop does not have the convolution's output shape")
+    low.check_equal(x_dims[3], f.dims[2], pos, "input depth must equal the filter's "
+                    "in_channels")
+
+
+def _lower_conv_input_grad(low, op, pos: int) -> None:
+    """Inputs (x, filter, g): the gradient with respect to x (x gives only its shape)."""
+    depthwise = op.type == "DepthwiseConv2dNativeBackpropInput"
+    _, _, x_ones, x_dims, _ = low.expr(op.inputs[0], shape_only=True)
+    f = _win_stored(low, op.inputs[1], pos)
+    g = _win_stored(low, op.inputs[2], pos)
+    if low.is_fed(op.outputs[0]):
+        return
+    if len(x_dims) != 4:
+        raise Unsupported("window op operands must be rank-4 arrays")
+    _check_conv_grad_dims(low, op, x_dims, f, g, pos, depthwise)
+    out = _win_out(low, op, x_ones, x_dims)
+    fn = "depthwise_input_grad" if depthwise else "conv2d_input_grad"
+    low.emit(LibCall(fn, [f, g], [out], _win_params(op), pos))
+
+
+def _lower_conv_filter_grad(low, op, pos: int) -> None:
+    """Inputs (x, filter, g): the gradient with respect to the filter (its shape only)."""
+    depthwise = op.type == "DepthwiseConv2dNativeBackpropFilter"
+    x = _win_stored(low, op.inputs[0], pos)
+    _, _, f_ones, f_dims, _ = low.expr(op.inputs[1], shape_only=True)
+    g = _win_stored(low, op.inputs[2], pos)
+    if low.is_fed(op.outputs[0]):
+        return
+    if len(f_dims) != 4:
+        raise Unsupported("window op operands must be rank-4 arrays")
+    fv = Value("buf", -1, x.dtype, f_ones, f_dims, "")
+    _check_conv_grad_dims(low, op, x.dims, fv, g, pos, depthwise)
+    out = _win_out(low, op, f_ones, f_dims)
+    fn = "depthwise_filter_grad" if depthwise else "conv2d_filter_grad"
+    low.emit(LibCall(fn, [x, g], [out], _win_params(op), pos))
+
+
+def _pool_geometry(op) -> tuple:
+    _, kh, kw, _ = op.attrs["ksize"]
+    _, sh, sw, _ = op.attrs["strides"]
+    return int(kh), int(kw), int(sh), int(sw), op.attrs["padding"] == "SAME"
+
+
+def _pool_dims(x_dims, op) -> tuple:
+    kh, kw, sh, sw, same = _pool_geometry(op)
+    k_h = 1 if kh == 1 else ("const", kh)
+    k_w = 1 if kw == 1 else ("const", kw)
+    return (x_dims[0], _window_dim(x_dims[1], k_h, sh, 1, same),
+            _window_dim(x_dims[2], k_w, sw, 1, same), x_dims[3])
+
+
+def _pool_params(op) -> tuple:
+    kh, kw, sh, sw, same = _pool_geometry(op)
+    return kh, kw, sh, sw, int(same)
+
+
+def _lower_pool(low, op, pos: int) -> None:
+    """MaxPool and AvgPool: `max_pool` / `avg_pool` of the window library."""
+    x = _win_stored(low, op.inputs[0], pos)
+    if low.is_fed(op.outputs[0]):
+        return
+    dims = _pool_dims(x.dims, op)
+    out = _win_out(low, op, tuple(d == 1 for d in dims), dims)
+    fn = "max_pool" if op.type == "MaxPool" else "avg_pool"
+    low.emit(LibCall(fn, [x], [out], _pool_params(op), pos))
+
+
+def _check_pool_grad(low, op, x_dims, g, pos: int) -> None:
+    for a, b in zip(g.dims, _pool_dims(x_dims, op)):
+        low.check_equal(a, b, pos, "the gradient does not have the pooling output's shape")
+
+
+def _lower_max_pool_grad(low, op, pos: int) -> None:
+    x = _win_stored(low, op.inputs[0], pos)
+    y = _win_stored(low, op.inputs[1], pos)
+    g = _win_stored(low, op.inputs[2], pos)
+    if low.is_fed(op.outputs[0]):
+        return
+    _check_pool_grad(low, op, x.dims, g, pos)
+    _check_pool_grad(low, op, x.dims, y, pos)
+    out = _win_out(low, op, x.ones, x.dims)
+    low.emit(LibCall("max_pool_grad", [x, y, g], [out], _pool_params(op), pos))
+
+
+def _lower_avg_pool_grad(low, op, pos: int) -> None:
+    _, _, x_ones, x_dims, _ = low.expr(op.inputs[0], shape_only=True)
+    g = _win_stored(low, op.inputs[1], pos)
+    if low.is_fed(op.outputs[0]):
+        return
+    if len(x_dims) != 4:
+        raise Unsupported("window op operands must be rank-4 arrays")
+    _check_pool_grad(low, op, x_dims, g, pos)
+    out = _win_out(low, op, x_ones, x_dims)
+    low.emit(LibCall("avg_pool_grad", [g], [out], _pool_params(op), pos))
+
+
+def _window_lowerable(op) -> bool:
+    """NHWC, SAME or VALID, rank-4 float operands."""
+    return (op.attrs.get("data_format", "NHWC") in ("NHWC", None)
+            and op.attrs.get("padding") in ("SAME", "VALID")
+            and all(t.shape.ndims == 4 and t.dtype.name in ("float32", "float64")
+                    for t in list(op.inputs) + list(op.outputs)))
+
+
 register("Conv2D", infer=_conv_infer, ref=_conv_ref, grad=_conv_grad, kind="other",
+         lower=_lower_conv, lowerable=_window_lowerable,
          doc="2-D convolution, NHWC input and HWIO filter; attrs strides, padding, dilations.",
          examples=[Example(lambda x, f: conv2d(x, f, [1, 1, 1, 1], "SAME"),
                            [(2, 5, 4, 3), (3, 2, 3, 2)],
@@ -1114,7 +1422,8 @@ for _t, _r, _w, _gg in (("Conv2DBackpropInput", _conv_input_grad_ref, 0, _conv_i
                         ("Conv2DBackpropFilter", _conv_filter_grad_ref, 1,
                          _conv_filter_grad_grad)):
     register(_t, infer=(lambda op, w=_w: [(op.inputs[0].dtype, op.inputs[w].shape)]), ref=_r,
-             grad=_gg, kind="other",
+             grad=_gg, kind="other", shape_only=(_w,), lowerable=_window_lowerable,
+             lower=_lower_conv_input_grad if _w == 0 else _lower_conv_filter_grad,
              doc="Inputs (input, filter, output gradient): the gradient of Conv2D with respect "
                  "to " + ("its input." if _w == 0 else "its filter."),
              examples=[_conv_backprop_example(_w, 2, "SAME"),
@@ -1229,7 +1538,8 @@ def _np_pool_direct(x, k, stride, padding, reduce):
 register("MaxPool", infer=_pool_infer, ref=_max_pool_ref,
          grad=lambda op, g: [make_op("MaxPoolGrad", [op.inputs[0], op.outputs[0], g],
                                      dict(op.attrs), name="MaxPoolGrad").outputs[0]],
-         kind="other", doc="Max over windows (attrs ksize, strides, padding), NHWC.",
+         kind="other", lower=_lower_pool, lowerable=_window_lowerable,
+         doc="Max over windows (attrs ksize, strides, padding), NHWC.",
          examples=[Example(lambda x: max_pool(x, [1, 2, 2, 1], [1, 2, 2, 1], "VALID"),
                            [(2, 4, 5, 3)], lambda x: _np_pool_direct(x, 2, 2, "VALID", np.max),
                            id="valid"),
@@ -1253,6 +1563,7 @@ def _np_max_pool_grad(x, g, k, stride):
 register("MaxPoolGrad",
          infer=lambda op: [(op.inputs[2].dtype, op.inputs[0].shape)],
          ref=_max_pool_grad_ref, grad=lambda op, h: _no_second_order(op), kind="other",
+         lower=_lower_max_pool_grad, lowerable=_window_lowerable,
          doc="Inputs (input, output, output gradient) of MaxPool: the input gradient.",
          examples=[Example(lambda x, g: make_op("MaxPoolGrad", [x, max_pool(x, 2, 1, "VALID"), g],
                                                 dict(max_pool(x, 2, 1, "VALID").op.attrs)
@@ -1262,7 +1573,8 @@ register("MaxPoolGrad",
 register("AvgPool", infer=_pool_infer, ref=_avg_pool_ref,
          grad=lambda op, g: [make_op("AvgPoolGrad", [op.inputs[0], g], dict(op.attrs),
                                      name="AvgPoolGrad").outputs[0]],
-         kind="other", doc="Mean over windows, padding excluded (attrs ksize, strides, "
+         kind="other", lower=_lower_pool, lowerable=_window_lowerable,
+         doc="Mean over windows, padding excluded (attrs ksize, strides, "
                            "padding), NHWC.",
          examples=[Example(lambda x: avg_pool(x, [1, 2, 2, 1], [1, 2, 2, 1], "VALID"),
                            [(2, 4, 5, 3)], lambda x: _np_pool_direct(x, 2, 2, "VALID", np.mean),
@@ -1270,7 +1582,8 @@ register("AvgPool", infer=_pool_infer, ref=_avg_pool_ref,
                    Example(lambda x: avg_pool(x, 3, 2, "SAME"), [(1, 5, 4, 2)],
                            lambda x: _np_pool_direct(x, 3, 2, "SAME", np.mean), id="same")])
 register("AvgPoolGrad", infer=lambda op: [(op.inputs[1].dtype, op.inputs[0].shape)],
-         ref=_avg_pool_grad_ref, kind="other",
+         ref=_avg_pool_grad_ref, kind="other", lower=_lower_avg_pool_grad,
+         lowerable=_window_lowerable, shape_only=(0,),
          grad=lambda op, h: [None, make_op("AvgPool", [h], dict(op.attrs),
                                            name="AvgPool").outputs[0]],
          doc="Inputs (input, output gradient) of AvgPool: the input gradient.",
@@ -1414,7 +1727,7 @@ def _depthwise_backprop_example(which: int, stride: int, padding: str):
 
 
 register("DepthwiseConv2dNative", infer=_depthwise_infer, ref=_depthwise_ref,
-         grad=_depthwise_grad, kind="other",
+         grad=_depthwise_grad, kind="other", lower=_lower_conv, lowerable=_window_lowerable,
          doc="Depthwise 2-D convolution, NHWC input [n, h, w, c] and filter [kh, kw, c, mult]: "
              "output channel c * mult + q is input channel c convolved with filter[:, :, c, q].",
          examples=[_depthwise_example(1, "SAME", "same"),
@@ -1446,7 +1759,8 @@ for _t, _r, _w, _gg in (("DepthwiseConv2dNativeBackpropInput", _depthwise_input_
                         ("DepthwiseConv2dNativeBackpropFilter", _depthwise_filter_grad_ref, 1,
                          _depthwise_filter_grad_grad)):
     register(_t, infer=(lambda op, w=_w: [(op.inputs[0].dtype, op.inputs[w].shape)]), ref=_r,
-             grad=_gg, kind="other",
+             grad=_gg, kind="other", shape_only=(_w,), lowerable=_window_lowerable,
+             lower=_lower_conv_input_grad if _w == 0 else _lower_conv_filter_grad,
              doc="Inputs (input, filter, output gradient): the gradient of "
                  "DepthwiseConv2dNative with respect to "
                  + ("its input." if _w == 0 else "its filter."),

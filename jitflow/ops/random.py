@@ -13,7 +13,7 @@ import numpy as np
 
 from jitflow import dtypes as _dtypes
 from jitflow.graph import Tensor, convert_to_tensor, get_default_graph, make_op, name_scope
-from jitflow.ops.array import _args, _int_list_arg, _shape_of
+from jitflow.ops._array_args import _args, _int_list_arg, _shape_of
 from jitflow.ops.registry import Example, register
 from jitflow.shapes import TensorShape
 

@@ -13,6 +13,7 @@ from typing import Optional
 import numpy as np
 
 from jitflow import dtypes as _dtypes
+from jitflow.compiler.ir import Load, Reduce
 from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.ops.math import (
     _FLOATS, _NUMERIC, broadcast_like, broadcast_reduced, cast, check_dtype, equal, exp,
@@ -243,24 +244,39 @@ def _np_int_mean(a, axis, keepdims):
     return np.mean(a.astype(np.float64), axis=axis, keepdims=keepdims)
 
 
+def _lower_reduce(how: str):
+    """A reduction of input 0 (an expression: the ops producing it fuse into the loop) along
+    attr axis with `how` (an `ir.Reduce`); Any and All are max and min of booleans."""
+    def lower(low, op, pos: int) -> None:
+        low.reduce(op, pos, how, op.attrs["axis"], bool(op.attrs["keepdims"]))
+    return lower
+
+
 _BOOL = ("bool",)
 register("Sum", infer=_reduce_infer(_NUMERIC), ref=_np_reduce(np.sum), grad=_sum_grad,
-         kind="reduce", examples=_reduce_examples(lambda a, **k: reduce_sum(a, **k), np.sum))
+         kind="reduce", lower=_lower_reduce("sum"), inline=True,
+         examples=_reduce_examples(lambda a, **k: reduce_sum(a, **k), np.sum))
 register("Mean", infer=_reduce_infer(_NUMERIC), ref=_mean_ref, grad=_mean_grad, kind="reduce",
+         lower=_lower_reduce("mean"), inline=True,
          doc="Mean; integer inputs give the sum divided by the count, truncated (as TF1).",
          examples=_reduce_examples(lambda a, **k: reduce_mean(a, **k), _np_int_mean))
 register("Max", infer=_reduce_infer(_NUMERIC), ref=_np_extreme(True), grad=_minmax_grad,
-         kind="reduce", examples=_reduce_examples(lambda a, **k: reduce_max(a, **k), np.max))
+         kind="reduce", lower=_lower_reduce("max"), inline=True,
+         examples=_reduce_examples(lambda a, **k: reduce_max(a, **k), np.max))
 register("Min", infer=_reduce_infer(_NUMERIC), ref=_np_extreme(False), grad=_minmax_grad,
-         kind="reduce", examples=_reduce_examples(lambda a, **k: reduce_min(a, **k), np.min))
+         kind="reduce", lower=_lower_reduce("min"), inline=True,
+         examples=_reduce_examples(lambda a, **k: reduce_min(a, **k), np.min))
 register("Prod", infer=_reduce_infer(_NUMERIC), ref=_np_reduce(np.prod), grad=_prod_grad,
-         kind="reduce", examples=_reduce_examples(lambda a, **k: reduce_prod(a, **k), np.prod,
+         kind="reduce", lower=_lower_reduce("prod"), inline=True,
+         examples=_reduce_examples(lambda a, **k: reduce_prod(a, **k), np.prod,
                                                   domain="nonzero"))
 register("Any", infer=_reduce_infer(_BOOL), ref=_np_reduce(np.any), differentiable=False,
-         kind="reduce", examples=_reduce_examples(lambda a, **k: reduce_any(a, **k), np.any,
+         kind="reduce", lower=_lower_reduce("max"), inline=True,
+         examples=_reduce_examples(lambda a, **k: reduce_any(a, **k), np.any,
                                                   ("bool",), "bool", False))
 register("All", infer=_reduce_infer(_BOOL), ref=_np_reduce(np.all), differentiable=False,
-         kind="reduce", examples=_reduce_examples(lambda a, **k: reduce_all(a, **k), np.all,
+         kind="reduce", lower=_lower_reduce("min"), inline=True,
+         examples=_reduce_examples(lambda a, **k: reduce_all(a, **k), np.all,
                                                   ("bool",), "bool", False))
 
 
@@ -391,10 +407,41 @@ def _arg_examples(fn, npfn):
                     grad=False, id="dimension")]
 
 
+def _lower_arg(low, op, pos: int) -> None:
+    """ArgMax/ArgMin: an "argmax"/"argmin" reduction along attr axis; along an axis other than
+    the last, of a view of the stored input with that axis moved last."""
+    how = op.type.lower()
+    r = op.inputs[0].shape.ndims
+    a = op.attrs["axis"] % r
+    if a == r - 1:
+        return low.reduce(op, pos, how, (op.attrs["axis"],), False)
+    out = op.outputs[0]
+    if low.is_fed(out):
+        return
+    src = low.stored(op.inputs[0], pos)
+    perm = [k for k in range(r) if k != a] + [a]
+    axes = [0] * r
+    for j, k in enumerate(perm):
+        axes[k] = j
+    ones = tuple(src.ones[k] for k in perm)
+    dims = tuple(src.dims[k] for k in perm)
+    v = low.buf(out.dtype.name, ones[:-1], dims[:-1])
+    low.emit(Reduce(v, Load(src, tuple(axes)), dims, ones, (r - 1,), how, pos, src.dtype))
+    low.set(out, v)
+
+
+def _arg_lowerable(op) -> bool:
+    r = op.inputs[0].shape.ndims
+    return (r is not None and r >= 1 and isinstance(op.attrs.get("axis"), (int, np.integer))
+            and op.inputs[0].dtype.name != "bool")
+
+
 register("ArgMax", infer=_arg_infer, ref=_arg_ref(np.argmax), differentiable=False,
+         lower=_lower_arg, lowerable=_arg_lowerable, inline=True,
          kind="reduce", doc="Index of the first largest element along attr axis.",
          examples=_arg_examples(lambda *a, **k: argmax(*a, **k), np.argmax))
 register("ArgMin", infer=_arg_infer, ref=_arg_ref(np.argmin), differentiable=False,
+         lower=_lower_arg, lowerable=_arg_lowerable, inline=True,
          kind="reduce", doc="Index of the first smallest element along attr axis.",
          examples=_arg_examples(lambda *a, **k: argmin(*a, **k), np.argmin))
 

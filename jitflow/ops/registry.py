@@ -8,8 +8,14 @@ An entry (`OpDef`) has
   write session state through the context);
 - `grad(op, *output_grads) -> [Tensor or None per input]`: the gradient rule, building ops;
   `differentiable=False` declares an op whose inputs get no gradient (argmax, equal, shape);
-- `template`: for elementwise ops, the scalar source template the code generator fuses
-  (`"({0} * {1})"`), or a callable `template(op) -> str`;
+- its lowering into the kernel IR (jitflow/compiler/ir.py), which every backend reads:
+  `scalar` for elementwise ops, a scalar expression over the operands built with `ir.S`
+  (`S.mul(X0, X1)`), a scalar op name applied to all operands in order (`"add"`), or a callable
+  `scalar(op)` returning either (e.g. to choose by dtype); for any other op, `lower(low, op,
+  pos)` appends IR nodes through the fuser `low` (jitflow/compiler/lower.py), `lowerable(op)`
+  says whether this op instance lowers at all (else it runs through its reference),
+  `shape_only` the inputs it reads only for their shapes and `inline` the inputs it may take as
+  unstored expressions (True: all);
 - `kind`: "elementwise", "reduce", "matmul", "source", "state", "random", "shape", "host"
   (host work by design: control flow, TensorArrays; never in a kernel, no fallback warning) or
   "other".
@@ -52,7 +58,11 @@ class OpDef:
     ref: Callable
     grad: Optional[Callable] = None
     differentiable: bool = True
-    template: Union[str, Callable, None] = None
+    scalar: Union[str, Callable, object, None] = None
+    lower: Optional[Callable] = None
+    lowerable: Optional[Callable] = None
+    shape_only: Union[tuple, range] = ()
+    inline: Union[bool, tuple, range] = ()
     kind: str = "other"
     stateful: bool = False
     needs_ctx: bool = False

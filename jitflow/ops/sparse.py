@@ -77,8 +77,8 @@ class SparseTensor:
         return self.shape
 
     def eval(self, feed_dict=None, session=None):
-        from jitflow.session import _session_for
-        return _session_for(session, self.graph, "evaluate tensor").run(self, feed_dict)
+        from jitflow.graph import session_for
+        return session_for(session, self.graph, "evaluate tensor").run(self, feed_dict)
 
     # the session maps a fetched SparseTensor to its parts and builds a SparseTensorValue
     def _fetch_parts(self):

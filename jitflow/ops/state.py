@@ -12,7 +12,9 @@ import numpy as np
 
 from jitflow import dtypes as _dtypes
 from jitflow.graph import (GraphKeys, Operation, Tensor, convert_to_tensor, get_default_graph,
+                           session_for,
                            make_op, name_scope)
+from jitflow.compiler import lower as _lower
 from jitflow.ops.array import group, identity
 from jitflow.ops.registry import register
 from jitflow.shapes import TensorShape, as_shape
@@ -32,7 +34,8 @@ NAMESPACES = {"initializers": [("global_variables", "global_variables_initialize
 
 register("VariableV2", infer=lambda op: [(op.attrs["dtype"], op.attrs["shape"])],
          ref=lambda op, ctx: ctx.read_var(op), needs_ctx=True, stateful=True,
-         differentiable=False, kind="state", default_name="Variable")
+         differentiable=False, kind="state", default_name="Variable",
+         lower=_lower.computes_nothing)   # a kernel argument: the session's buffer
 
 
 def _assign_infer(op):
@@ -86,10 +89,17 @@ def _assign_sub_ref(op, var_op, value, ctx):
     return ctx.write_var(var_op, old - value)
 
 
-for _t, _r in (("Assign", _assign_ref), ("AssignAdd", _assign_add_ref),
-               ("AssignSub", _assign_sub_ref)):
+def _lower_assign(mode: str):
+    """Assign ("set"), AssignAdd ("add"), AssignSub ("sub"): the variable's buffer updated in
+    place by the fuser (which orders it after the reads it must not disturb)."""
+    return lambda low, op, pos: low.assign(op, pos, mode)
+
+
+for _t, _r, _mode in (("Assign", _assign_ref, "set"), ("AssignAdd", _assign_add_ref, "add"),
+                      ("AssignSub", _assign_sub_ref, "sub")):
     register(_t, infer=_assign_infer, ref=_r, needs_ctx=True, stateful=True,
-             differentiable=False, kind="state")
+             differentiable=False, kind="state", lower=_lower_assign(_mode),
+             lowerable=lambda op: bool(op.attrs.get("validate_shape", True)), inline=(1,))
 
 
 def _scatter_infer(op):
@@ -304,8 +314,7 @@ class Variable:
 
     def load(self, value, session=None) -> None:
         """Write `value` into this variable's state in `session` without running an op."""
-        from jitflow.session import _session_for
-        sess = _session_for(session, self.graph, "load variable")
+        sess = session_for(session, self.graph, "load variable")
         sess._load_variable(self.op, value)
 
     def eval(self, session=None):
@@ -390,7 +399,7 @@ def _slice_view(op):
 
 
 def _ss_assign_infer(op):
-    from jitflow.ops.array import _ss_infer
+    from jitflow.ops.slicing import _ss_infer
     ref, value = op.inputs[:2]
     if ref.op.type != "VariableV2":
         raise TypeError(f"'StridedSliceAssign' Op requires that input 'ref' be a mutable "
@@ -404,7 +413,7 @@ def _ss_assign_infer(op):
 
 def _ss_assign_ref(op, var_op, value, *dyn, ctx):
     from jitflow.errors import InvalidArgumentError
-    from jitflow.ops.array import _ss_index
+    from jitflow.ops.slicing import _ss_index
     out = np.array(ctx.read_var(var_op), copy=True)
     idx = _ss_index(op, out.ndim, dyn)
     if out[idx].shape != np.shape(value):

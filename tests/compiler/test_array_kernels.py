@@ -35,7 +35,7 @@ def compiled_both(fetches, feed, init=True, steps=1, after=None, rtol=1e-5):
                         ex = spec.executable
                         if isinstance(ex, Executable) and spec.plan.ops:
                             assert all(isinstance(s, _Segment) for s in ex.steps), \
-                                ex.describe(list(feed.values()), sess)
+                                ex.describe(list(feed.values()), sess._store)
     assert_same_result(out["numba"][0], out["interpreter"][0], rtol, rtol, "run")
     if after is not None:
         assert_same_result(out["numba"][1], out["interpreter"][1], rtol, rtol, "after")

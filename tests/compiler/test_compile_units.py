@@ -241,7 +241,7 @@ def test_a_gradient_passed_through_unchanged_is_shared_not_copied(small_kernels)
         sess.run(fetch, feed)
         sources = [c.tagged for spec in sess._specs.values()
                    if isinstance(spec.executable, Executable) and not spec.executable.single
-                   for _, c in spec.executable.sources(None, sess)]
+                   for _, c in spec.executable.sources(None, sess._store)]
     # an Unbroadcast that changes nothing (same shape) passes its stored gradient on: no loop
     # copies one array into another (each would cost compile time and a pass over memory)
     copy = re.compile(r"^\s*f_b\d+\[i\] = f_[ab]\d+\[i\]\s+# .*Unbroadcast")

@@ -1,4 +1,4 @@
-"""jitflow.compiler.vecmath: ulp sweeps against long double, exact edge cases, vectorization.
+"""numba_cpu vecmath: ulp sweeps against long double, exact edge cases, vectorization.
 
 Every helper is called from an njit loop compiled with the JIT's own flags
 (`vecmath.JIT_OPTIONS`), the way generated kernels call it.
@@ -403,7 +403,7 @@ def test_cached_kernel_in_a_new_process(tmp_path):
         kernel(x, out)
         print(len(kernel.stats.cache_hits), repr(float(out.sum())))
     """))
-    root = Path(vm.__file__).resolve().parents[2]
+    root = Path(vm.__file__).resolve().parents[3]   # jitflow/backends/numba_cpu/vecmath.py
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
            "PYTHONPATH": os.pathsep.join([str(tmp_path), str(root)])}
     outs = [subprocess.run([sys.executable, str(mod)], env=env, capture_output=True, text=True,

@@ -1,0 +1,133 @@
+"""GPU figures for the cuda backend: `make bench-cuda` (needs an NVIDIA GPU).
+
+- fused chain `sigmoid(x*w+b)*tanh(x)-exp(-x*x)+0.5*x` at 1e7 and 1e8 float32: the cuda backend
+  against the numba CPU backend and CuPy's fused elementwise kernel (`cupy.fuse`) where CuPy
+  installs; the cuda figure includes uploading the feed and downloading the result, as a
+  `Session.run` does, and is also given with a device-resident input (a variable);
+- MLP 784-128-10 SGD training step at batch 1024 and 8192 (steps per second), cuda against
+  numba CPU.
+
+Writes benchmarks/results/cuda-<UTC stamp>.md naming the device, and prints it. Targets
+(DESIGN.md section 7): chain at 1e7 >= 10x the CPU backend, within 2x of CuPy.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("JITFLOW_COMPILE", "sync")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+import numpy as np  # noqa: E402
+
+import jitflow as tf  # noqa: E402
+
+
+def _median_time(fn, reps: int = 10, warm: int = 2) -> float:
+    for _ in range(warm):
+        fn()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def chain_case(n: int, backend: str, resident: bool = False) -> float:
+    g = tf.Graph()
+    with g.as_default():
+        xv = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+        x = tf.Variable(xv) if resident else tf.placeholder(tf.float32, [None])
+        y = tf.sigmoid(x * 0.7 + 0.1) * tf.tanh(x) - tf.exp(-x * x) + 0.5 * x
+        out = tf.reduce_sum(y) if resident else y
+        with tf.Session(graph=g, backend=backend) as sess:
+            if resident:
+                sess.run(x.initializer)
+                return _median_time(lambda: sess.run(out))
+            return _median_time(lambda: sess.run(out, {x: xv}))
+
+
+def cupy_chain(n: int):
+    try:
+        import cupy as cp
+    except ImportError:
+        return None
+
+    @cp.fuse()
+    def chain(x):
+        return (1 / (1 + cp.exp(-(x * np.float32(0.7) + np.float32(0.1)))) * cp.tanh(x)
+                - cp.exp(-x * x) + np.float32(0.5) * x)
+    x = cp.asarray(np.random.default_rng(0).standard_normal(n).astype(np.float32))
+
+    def run():
+        chain(x)
+        cp.cuda.Device().synchronize()
+    return _median_time(run)
+
+
+def mlp_case(batch: int, backend: str) -> float:
+    g = tf.Graph()
+    rng = np.random.default_rng(0)
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None, 784])
+        y = tf.placeholder(tf.int64, [None])
+        w1 = tf.Variable(rng.standard_normal((784, 128)).astype(np.float32) * 0.05)
+        b1 = tf.Variable(np.zeros(128, np.float32))
+        w2 = tf.Variable(rng.standard_normal((128, 10)).astype(np.float32) * 0.05)
+        b2 = tf.Variable(np.zeros(10, np.float32))
+        logits = tf.matmul(tf.nn.relu(tf.matmul(x, w1) + b1), w2) + b2
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=y, logits=logits))
+        train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+        feed = {x: rng.standard_normal((batch, 784)).astype(np.float32),
+                y: rng.integers(0, 10, batch)}
+        with tf.Session(graph=g, backend=backend) as sess:
+            sess.run(tf.global_variables_initializer())
+            return 1.0 / _median_time(lambda: sess.run(train, feed), reps=20)
+
+
+def main() -> int:
+    from numba import cuda
+    device = cuda.get_current_device().name
+    device = device.decode() if isinstance(device, bytes) else str(device)
+    rows = ["| case | cuda | numba CPU | cuda vs CPU | CuPy fused | cuda vs CuPy |",
+            "|---|---|---|---|---|---|"]
+    for n in (10 ** 7, 10 ** 8):
+        gpu = chain_case(n, "cuda")
+        res = chain_case(n, "cuda", resident=True)
+        cpu = chain_case(n, "numba")
+        cp_t = cupy_chain(n)
+        rows.append(f"| chain 1e{len(str(n)) - 1} f32 (feed in, result out) | {gpu * 1e3:.2f} ms "
+                    f"| {cpu * 1e3:.2f} ms | {cpu / gpu:.1f}x | "
+                    + (f"{cp_t * 1e3:.2f} ms | {cp_t / gpu:.2f}x |" if cp_t else "- | - |"))
+        rows.append(f"| chain 1e{len(str(n)) - 1} f32 (resident input, sum out) | "
+                    f"{res * 1e3:.2f} ms | - | - | - | "
+                    + (f"{cp_t / res:.2f}x |" if cp_t else "- |"))
+    for batch in (1024, 8192):
+        gpu = mlp_case(batch, "cuda")
+        cpu = mlp_case(batch, "numba")
+        rows.append(f"| MLP 784-128-10 SGD step, batch {batch} | {gpu:,.0f} steps/s | "
+                    f"{cpu:,.0f} steps/s | {gpu / cpu:.1f}x | - | - |")
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    text = (f"# cuda backend on {device}\n\nRun {stamp}, medians; OPENBLAS_NUM_THREADS="
+            f"{os.environ['OPENBLAS_NUM_THREADS']} for the CPU backend.\n\n" + "\n".join(rows)
+            + "\n\nTargets: chain 1e7 >= 10x the CPU backend; within 2x of CuPy's fused "
+            "kernel.\n")
+    out = os.path.join(ROOT, "benchmarks", "results", f"cuda-{stamp}.md")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    tmp = out + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, out)
+    print(text)
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

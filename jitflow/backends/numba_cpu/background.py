@@ -1,0 +1,143 @@
+"""Compiling kernels off the run path: one worker thread, so runs never wait for Numba.
+
+`JITFLOW_COMPILE` picks the mode:
+- `background` (the default): a new kernel is loaded or compiled by the worker thread; until
+  it is ready, the ops it would run go through their NumPy references (the interpreter tier),
+  and the first run after it is ready uses native code. With the disk cache on, the thread
+  has a helper process compile the kernel into the cache and then only loads it
+  (compile_worker.py: the compile gets a core of its own instead of fighting this process
+  for the GIL, and its machine code stays out of this process).
+- `thread`: the same, compiling on the thread itself (no helper process).
+- `sync`: a run compiles what it needs and waits (deterministic: tests, benchmarks, export).
+
+Results do not depend on the mode beyond float rounding (the compiled code and the references
+agree within it; the fuzzer checks both).
+"""
+from __future__ import annotations
+
+import os
+import queue
+import sys
+import threading
+import time
+from typing import Callable
+
+__all__ = ["mode", "submit", "wait_idle", "pending"]
+
+_QUEUE: "queue.Queue" = queue.Queue()
+_LOCK = threading.Lock()
+_STATE = {"thread": None, "pending": 0, "interval": None, "current": None}
+_IDLE = threading.Condition(_LOCK)
+SWITCH_INTERVAL = 1e-4   # seconds: sys.setswitchinterval while the compiler thread works
+
+
+def mode() -> str:
+    """"sync", "thread" or "background" (JITFLOW_COMPILE; anything else means background)."""
+    m = os.environ.get("JITFLOW_COMPILE", "").strip().lower()
+    return m if m in ("sync", "thread") else "background"
+
+
+def submit(job: Callable[[], None]) -> None:
+    """Run `job()` on the worker thread (started on first use). Jobs run one at a time, in
+    submission order; a job reports its own errors."""
+    with _LOCK:
+        _STATE["pending"] += 1
+        if _STATE["thread"] is None or not _STATE["thread"].is_alive():
+            t = threading.Thread(target=_worker, name="jitflow-compiler", daemon=True)
+            _STATE["thread"] = t
+            t.start()
+    _QUEUE.put(job)
+
+
+def pending() -> int:
+    """Jobs submitted and not finished."""
+    return _STATE["pending"]
+
+
+def wait_idle(timeout: float = None) -> bool:
+    """Block until every submitted job has finished (True), or `timeout` seconds passed."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    with _IDLE:
+        while _STATE["pending"]:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            _IDLE.wait(left)
+    return True
+
+
+def _worker() -> None:
+    while True:
+        job = _QUEUE.get()
+        with _LOCK:
+            _STATE["current"] = job
+        # Numba's lowering calls into LLVM thousands of times per kernel, each call dropping
+        # the GIL; getting it back waits for the main thread's switch interval (5 ms by
+        # default), which made a kernel compile 10x slower beside a busy main thread. A short
+        # interval while jobs are pending keeps that wait small.
+        with _LOCK:
+            if _STATE["interval"] is None:
+                _STATE["interval"] = sys.getswitchinterval()
+                sys.setswitchinterval(min(_STATE["interval"], SWITCH_INTERVAL))
+        try:
+            job()
+        except BaseException:  # noqa: BLE001  (a job reports its own errors; keep serving)
+            pass
+        finally:
+            with _IDLE:
+                _STATE["current"] = None
+                _STATE["pending"] -= 1
+                if not _STATE["pending"] and _STATE["interval"] is not None:
+                    sys.setswitchinterval(_STATE["interval"])
+                    _STATE["interval"] = None
+                _IDLE.notify_all()
+
+
+# -- fork ----------------------------------------------------------------------------------------
+# A process forked while the compiler thread works would inherit Numba's compile lock held by
+# a thread that does not exist in the child, and jobs nobody will run. Around a fork: wait for
+# the current compile to finish (Numba's lock, then ours: the order the worker takes them in),
+# and in the child start over with the jobs that were waiting, on a new thread when needed.
+def _numba_lock():
+    if "numba.core.compiler_lock" not in sys.modules:
+        return None
+    return getattr(sys.modules["numba.core.compiler_lock"].global_compiler_lock, "_lock", None)
+
+
+_HELD: list = []
+
+
+def _before_fork() -> None:
+    lock = _numba_lock()
+    if lock is not None:
+        lock.acquire()
+    _LOCK.acquire()
+    _HELD[:] = [lock]
+
+
+def _after_fork_in_parent() -> None:
+    lock = _HELD.pop() if _HELD else None
+    _LOCK.release()
+    if lock is not None:
+        lock.release()
+
+
+def _after_fork_in_child() -> None:
+    global _QUEUE
+    lock = _HELD.pop() if _HELD else None
+    jobs = ([_STATE["current"]] if _STATE["current"] is not None else []) + list(_QUEUE.queue)
+    _QUEUE = queue.Queue()
+    _STATE.update(thread=None, pending=0, current=None)
+    if _STATE["interval"] is not None:
+        sys.setswitchinterval(_STATE["interval"])
+        _STATE["interval"] = None
+    _LOCK.release()
+    if lock is not None:
+        lock.release()
+    for job in jobs:
+        submit(job)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                        after_in_child=_after_fork_in_child)
