@@ -61,7 +61,7 @@ def test_registry_example_matches_the_interpreter(ex, dtype):
 
 
 # -- random programs: cuda == interpreter (the differential fuzzer's protocol) ------------------
-@pytest.mark.parametrize("seed", range(700000, 700030))
+@pytest.mark.parametrize("seed", range(700000, 700016))
 def test_random_program_matches_the_interpreter(seed):
     from fuzz.generator import generate
     from fuzz.runner import compare, run_program
@@ -126,7 +126,7 @@ def test_classic_program_trains_to_the_cpu_losses(program):
     for backend in ("numba", "cuda"):
         with tf.Session(backend=backend) as sess:
             sess.run(tf.global_variables_initializer())
-            losses[backend] = [float(sess.run([loss, train], feed)[0]) for _ in range(8)]
+            losses[backend] = [float(sess.run([loss, train], feed)[0]) for _ in range(4)]
     assert losses["cuda"][-1] < losses["cuda"][0]
     np.testing.assert_allclose(losses["cuda"], losses["numba"], rtol=2e-5, atol=1e-6)
 
