@@ -9,6 +9,7 @@ nothing and says why it is missing.
 from __future__ import annotations
 
 import importlib.util
+import os
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
@@ -106,13 +107,14 @@ def load_jitflow(backend: str) -> Callable[[], GraphAPI]:
 
 
 def load_tf1() -> GraphAPI:
-    """TensorFlow's TF1 graph mode, one intra- and one inter-op thread."""
+    """TensorFlow's TF1 graph mode: intra-op threads as pinned (one by default), one inter-op."""
     _require("tensorflow")
     import tensorflow as tf
     v1 = tf.compat.v1
     v1.disable_eager_execution()
     v1.logging.set_verbosity(v1.logging.ERROR)
-    config = v1.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)
+    n = int(os.environ.get("TF_NUM_INTRAOP_THREADS", "1") or 1)  # benchmarks/threads.py
+    config = v1.ConfigProto(intra_op_parallelism_threads=n, inter_op_parallelism_threads=1)
     return GraphAPI(v1, lambda g: v1.Session(graph=g, config=config))
 
 

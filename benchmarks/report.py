@@ -165,7 +165,9 @@ def machine_facts() -> dict:
         "affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "os": platform.platform(), "python": platform.python_version(),
         "versions": peer_versions(), "git_commit": commit.strip(),
-        "thread_env": {k: os.environ.get(k) for k in THREAD_ENV},
+        "thread_env": {k: os.environ.get(k) for k in THREAD_ENV} | (
+            {"JITFLOW_THREADS": os.environ["JITFLOW_THREADS"]} if "JITFLOW_THREADS" in os.environ
+            else {}),
     }
 
 
@@ -258,7 +260,8 @@ def to_markdown(results: Results, facts: dict, title: str = "jitflow benchmarks"
                                                            if missing else ""),
               "- Thread settings, set before any import: " + ", ".join(
                   f"`{k}={v}`" for k, v in facts["thread_env"].items()) + "; TF sessions use "
-              "`intra_op_parallelism_threads=1, inter_op_parallelism_threads=1`.",
+              "`intra_op_parallelism_threads` from `TF_NUM_INTRAOP_THREADS`, "
+              "`inter_op_parallelism_threads=1`.",
               f"- Repetitions: {results.budget.describe()}.",
               f"- git commit {facts.get('git_commit', '')}", ""]
     return "\n".join(lines)

@@ -1,7 +1,8 @@
 """jitflow against its peers: `python benchmarks/run.py [--quick]` (or `make bench[-quick]`).
 
 Writes benchmarks/results/latest.md (plus a timestamped copy), latest.json (every raw figure)
-and latest.png (the speedups). Threads are pinned to one per peer before anything is imported.
+and latest.png (the speedups). Threads are pinned to one per peer before anything is imported;
+`--threads 2` gives every peer two (TF and XLA intra-op pools, BLAS, jitflow's parallel kernels).
 """
 from __future__ import annotations
 
@@ -14,7 +15,18 @@ if ROOT not in sys.path:
 
 from benchmarks import threads  # noqa: E402  (no heavy imports: safe before pinning)
 
-threads.pin()
+
+def _early_threads(argv) -> int:
+    """--threads N, read before anything heavy is imported (thread pools size themselves then)."""
+    for i, a in enumerate(argv):
+        if a == "--threads" and i + 1 < len(argv):
+            return int(argv[i + 1])
+        if a.startswith("--threads="):
+            return int(a.split("=", 1)[1])
+    return 1
+
+
+threads.pin(_early_threads(sys.argv[1:]))
 # warm figures must time native code: runs wait for their kernels instead of running on the
 # references while the compiler thread works (compile_scaling.py measures both modes)
 os.environ.setdefault("JITFLOW_COMPILE", "sync")
@@ -38,6 +50,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--peers", help="comma-separated peer names (default: all)")
     ap.add_argument("--groups", help="comma-separated case groups: seeds, chain, reduce, mlp, "
                                      "linreg, cnn, rnn, compile (default: all)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="threads per peer (default 1; read before the peers are imported)")
     ap.add_argument("--out", default=RESULTS, help="output directory")
     return ap.parse_args(argv)
 

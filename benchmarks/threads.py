@@ -24,9 +24,21 @@ QUIET_ENV: dict[str, str] = {
 }
 
 
-def pin() -> dict[str, str]:
-    """Set the single-thread variables (overriding inherited ones); returns what is in effect."""
-    os.environ.update(THREAD_ENV)
+def thread_env(n: int = 1) -> dict[str, str]:
+    """The variables that give every peer `n` threads (jitflow's parallel kernels included)."""
+    if n == 1:
+        return dict(THREAD_ENV)
+    env = {k: str(n) for k in THREAD_ENV if k != "XLA_FLAGS"}
+    env["XLA_FLAGS"] = f"--xla_cpu_multi_thread_eigen=true intra_op_parallelism_threads={n}"
+    env["JITFLOW_THREADS"] = str(n)
+    return env
+
+
+def pin(n: int = 1) -> dict[str, str]:
+    """Set the variables for `n` threads per peer (default one; overriding inherited ones);
+    returns what is in effect."""
+    env = thread_env(n)
+    os.environ.update(env)
     for k, v in QUIET_ENV.items():
         os.environ.setdefault(k, v)
-    return {k: os.environ[k] for k in THREAD_ENV}
+    return {k: os.environ[k] for k in env}

@@ -298,3 +298,13 @@ def test_api_coverage_survey_counts_names(tmp_path):
     out = tmp_path / "cov.md"
     assert api_coverage.main(["--out", str(out)]) == 0
     assert "Gaps left on purpose" in out.read_text()
+
+
+def test_two_thread_settings_reach_every_peer():
+    from benchmarks import threads
+    env = threads.thread_env(2)
+    assert env["JITFLOW_THREADS"] == "2"
+    assert all(env[k] == "2" for k in threads.THREAD_ENV if k != "XLA_FLAGS")
+    assert "intra_op_parallelism_threads=2" in env["XLA_FLAGS"]
+    assert "multi_thread_eigen=true" in env["XLA_FLAGS"]
+    assert threads.thread_env(1) == threads.THREAD_ENV

@@ -1,11 +1,12 @@
 """Queues (`tf.FIFOQueue`, `tf.RandomShuffleQueue`, `tf.PaddingFIFOQueue`) on real threads.
 
-A queue op (`FIFOQueueV2`, ...) yields the queue's handle; its state (the elements, a
-condition variable) belongs to the session (`Session._resources`: its variable store's
-`resources`), created when a run first uses it. Enqueue and dequeue ops are host ops that block on the condition (releasing the GIL
-and holding no session lock), so queue-runner threads and the training loop share one session
-as in TF1: a dequeue from a closed, too-empty queue raises OutOfRangeError, an enqueue into a
-closed queue CancelledError, and closing the session wakes every waiter with CancelledError.
+A queue op (`FIFOQueueV2`, ...) yields the queue's handle; its state (the elements, a condition
+variable) belongs to the session (`Session._resources`: its variable store's `resources`),
+created when a run first uses it. Enqueue and dequeue ops are host ops that block on the
+condition (releasing the GIL and holding no session lock), so queue-runner threads and the
+training loop share one session as in TF1: a dequeue from a closed, too-empty queue raises
+OutOfRangeError, an enqueue into a closed queue CancelledError, and closing the session wakes
+every waiter with CancelledError.
 
 `CountUpTo` (the epoch counter of the input producers) is here too: it increments a variable in
 place under a lock, raising OutOfRangeError at its limit.
