@@ -9,7 +9,7 @@ import pytest
 from fuzz.generator import generate
 from fuzz.runner import check, shrink
 
-SAMPLE = 200          # programs in `make test`
+SAMPLE = 150          # programs in `make test`
 CHUNK = 10            # programs per test (xdist distributes tests)
 TF_SAMPLE = 60        # programs also checked against TensorFlow, when it is installed
 

@@ -117,9 +117,11 @@ def clear_memory() -> None:
 
 
 def source_hash(source: str) -> str:
+    """The cache key of a kernel module: its text, jitflow's and Numba's versions and the LLVM
+    optimisation level (NUMBA_OPT), so code built at another level is never loaded."""
     import numba
     h = hashlib.sha256()
-    h.update(f"{_VERSION}|{numba.__version__}|".encode())
+    h.update(f"{_VERSION}|{numba.__version__}|O{int(numba.config.OPT)}|".encode())
     h.update(source.encode())
     return h.hexdigest()[:32]
 

@@ -391,3 +391,12 @@ def test_a_kernel_in_use_survives_eviction(monkeypatch):
         built = STATS["modules_built"]
         np.testing.assert_array_equal(sess.run(y, {x: xv * 1}), first)
         assert STATS["modules_built"] == built
+
+
+def test_cache_key_depends_on_the_llvm_optimisation_level(monkeypatch):
+    import numba
+    src = "def f(x):\n    return x + 1\n"
+    here = cache.source_hash(src)
+    assert cache.source_hash(src) == here
+    monkeypatch.setattr(numba.config, "OPT", 0)
+    assert cache.source_hash(src) != here   # a kernel built at -O0 is never loaded at -O3
