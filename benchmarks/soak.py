@@ -144,6 +144,13 @@ class Soak:
             sess.run(tf.global_variables_initializer())
         rng = np.random.default_rng(0)
         inputs = [rng.standard_normal((n, 8)).astype(np.float32) for n in (1, 3, 16, 1, 7)]
+        for a in inputs:   # first runs may use the references while the kernels compile
+            sess.run(pred, {x: a})
+        from jitflow.compiler import background
+        background.wait_idle(600)
+        # the native kernels' answers; a run may also be on the references (the first run of a
+        # kernel evicted from the small memory cache), which round differently: a race shows
+        # as far more than rounding
         want = [sess.run(pred, {x: a}) for a in inputs]
         self.shared = (sess, x, pred, tx, ty, loss, train, inputs, want)
 
@@ -159,7 +166,7 @@ class Soak:
                 j = i % len(inputs)
                 got = runner(inputs[j]) if i % 2 else sess.run(pred, {x: inputs[j]})
                 self.count("thread_runs")
-                if not np.array_equal(got, want[j]):
+                if not np.allclose(got, want[j], rtol=1e-5, atol=1e-6):
                     self.fail(f"thread {k}: inference on a shared session differs",
                               f"got {got}\nwant {want[j]}")
                     return
@@ -194,6 +201,9 @@ class Soak:
     def start_child(self) -> tuple:
         env = dict(os.environ)
         env.pop("JITFLOW_POISON", None)
+        # every step on native code: a resumed child must compute the earlier child's values
+        # bit for bit, which a first step run on the references (background mode) would not
+        env["JITFLOW_COMPILE"] = "sync"
         proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--child",
                                  self.folder, "--seed", str(self.args.seed)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
