@@ -15,8 +15,9 @@ import numpy as np
 from jitflow import dtypes as _dtypes
 from jitflow import errors
 from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
-from jitflow.ops.nn import (_conv_input_grad_ref, _four, _np_conv_direct, _np_vjp, _out_size,
-                            _padding)
+from jitflow.compiler.ir import LibCall
+from jitflow.ops.nn import (_check_conv_grad_dims, _conv_input_grad_ref, _four, _np_conv_direct,
+                            _np_vjp, _out_size, _padding, _win_out, _win_params, _win_stored)
 from jitflow.ops.reduce import _legacy
 from jitflow.ops.registry import Example, register
 from jitflow.shapes import TensorShape
@@ -110,7 +111,32 @@ def _example(stride: int, padding: str, out_hw: tuple):
                    id=f"{padding.lower()}_s{stride}")
 
 
+def _lowerable(op) -> bool:
+    """A static output shape (the usual `conv2d_transpose` with a literal `output_shape`),
+    NHWC, SAME or VALID, rank-4 float filter and gradient."""
+    sizes = op.attrs.get("output_shape") or []
+    return (len(sizes) == 4 and all(isinstance(d, int) and d >= 0 for d in sizes)
+            and op.attrs.get("padding") in ("SAME", "VALID")
+            and all(t.shape.ndims == 4 and t.dtype.name in ("float32", "float64")
+                    for t in (op.inputs[1], op.inputs[2], op.outputs[0])))
+
+
+def _lower(low, op, pos: int) -> None:
+    """`conv2d_input_grad` of the window library, the result's size from `output_shape`."""
+    f = _win_stored(low, op.inputs[1], pos)
+    g = _win_stored(low, op.inputs[2], pos)
+    if low.is_fed(op.outputs[0]):
+        return
+    sizes = op.attrs["output_shape"]
+    dims = tuple(1 if d == 1 else ("const", d) for d in sizes)
+    ones = tuple(d == 1 for d in sizes)
+    _check_conv_grad_dims(low, op, dims, f, g, pos, False)
+    out = _win_out(low, op, ones, dims)
+    low.emit(LibCall("conv2d_input_grad", [f, g], [out], _win_params(op), pos))
+
+
 register("Conv2DBackpropInputSizes", infer=_infer, ref=_ref, grad=_grad, kind="other",
+         lower=_lower, lowerable=_lowerable, shape_only=(0,),
          default_name="conv2d_transpose",
          doc="TF's Conv2DBackpropInput: inputs (input_sizes, filter [kh, kw, out, in], "
              "out_backprop); the gradient of Conv2D with respect to an input of that size.",

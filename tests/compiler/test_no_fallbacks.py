@@ -121,3 +121,18 @@ def test_runtime_shapes_follow_the_ops_own_shape_rules():
     # a shape that depends on values cannot be known before the run
     assert not rs.computable(tf.where(x > 0), {x})
     assert not rs.computable(tf.reshape(x, tf.cast(tf.reduce_sum(x, [1, 2, 3]), tf.int32)), {x})
+
+
+@pytest.mark.parametrize("stride,padding", [(2, "SAME"), (2, "VALID"), (1, "SAME")])
+def test_conv2d_transpose_with_a_literal_output_shape_compiles(stride, padding):
+    rng = np.random.default_rng(2)
+    oh = {(2, "SAME"): 4, (2, "VALID"): 3, (1, "SAME"): 7}[(stride, padding)]
+    v = tf.placeholder(tf.float32, [None, oh, oh, 3])
+    f = tf.Variable(rng.standard_normal((3, 3, 2, 3)).astype(np.float32))
+    y = tf.nn.conv2d_transpose(v, f, [4, 7, 7, 2], [1, stride, stride, 1], padding)
+    loss = tf.reduce_sum(tf.tanh(y))
+    train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+    feed = {v: rng.standard_normal((4, oh, oh, 3)).astype(np.float32)}
+    res, ex = _run_both([train, loss, y], feed, steps=2)
+    assert_same_result(res["numba"][1:], res["interpreter"][1:], rtol=2e-5, atol=2e-5)
+    assert ex.all_native
