@@ -40,3 +40,17 @@ def test_random_programs_match_tensorflow(first, strict_poisoned):
     tf1 = pytest.importorskip("tensorflow.compat.v1")
     tf1.disable_eager_execution()
     _check_seeds(range(2_000_000 + first, 2_000_000 + first + CHUNK), tf1)
+
+
+def test_a_perturbed_run_whose_value_dependent_shape_differs_is_not_used_as_a_tolerance():
+    """The perturbed run that measures conditioning can give a value-dependent shape (where,
+    unique) other than the reference's; the comparison then falls back to the plain tolerance
+    instead of failing in the harness (seed found by `make soak`)."""
+    import numpy as np
+
+    from fuzz.runner import _close
+    got, ref = [np.float32([1.0, 2.0])], [np.float32([1.0, 2.0])]
+    assert _close(got, ref, [np.float32([1.0, 2.0, 3.0])], "t", True, "float32") is None
+    assert _close([np.float32([1.0, 9.0])], ref, [np.float32([1.0])], "t", True,
+                  "float32") is not None
+    assert check(generate(645314490, 12)) is None
