@@ -725,8 +725,12 @@ def build(tfm, prog: Program, graph, perturb: float = 0.0) -> dict:
                                         initializer=tfm.constant_initializer(p["value"]))
             elif n.op == "cond" and p["side"]:
                 side = tfm.Variable(np.zeros((), n.dtype), trainable=False, name=f"side{i}")
-                sides.append(side)
                 t[i] = _build_op(tfm, n, [t[a] for a in n.args], prog.nodes, side)
+                # read after the branch's assign: a fetch of the variable itself (or of an
+                # identity of its snapshot) has no order against the assign in the same run;
+                # read_value() under a control dependency is a read made after the cond
+                with tfm.control_dependencies([t[i]]):
+                    sides.append(side.read_value())
             else:
                 t[i] = _build_op(tfm, n, [t[a] for a in n.args], prog.nodes)
         if prog.error == "static_mismatch":

@@ -10,8 +10,9 @@ PROBE = ("import jitflow as tf; tf.Session(backend='numba');"
 
 
 def _probe(**env) -> str:
+    # glibc's own settings (MALLOC_*_, which a Dask nanny also sets) would turn the tuning off
     full = {k: v for k, v in os.environ.items()
-            if k not in ("JITFLOW_MALLOC_TUNE", "MALLOC_MMAP_THRESHOLD_", "GLIBC_TUNABLES")}
+            if k not in ("JITFLOW_MALLOC_TUNE", "GLIBC_TUNABLES") and not k.startswith("MALLOC_")}
     full.update(env)
     out = subprocess.run([sys.executable, "-c", PROBE], env=full, capture_output=True,
                          text=True, timeout=120)
