@@ -875,6 +875,18 @@ class Executable:
             self._shape_memo[key] = dims
         return np.array(dims, t.dtype.as_numpy_dtype)
 
+    def _exact_kernel(self, step, ins, bufs):
+        """The kernel for these exact operand shapes, remembered per step (up to _MAX_EXACT
+        shapes; then the memory starts over)."""
+        key = tuple([a.shape for a in ins] + [b.shape for b in bufs])
+        c = step.exact.get(key)
+        if c is None:
+            c = self._compiled_for(step, ins, bufs)
+            if len(step.exact) >= _MAX_EXACT:
+                step.exact.clear()
+            step.exact[key] = c
+        return c
+
     def _compiled_for(self, seg: _Segment, ins, bufs):
         """The kernel of `seg` for the classes of `ins`/`bufs`, or `_REFERENCES` when that
         class has none (the segment's ops then run through their references)."""
@@ -965,13 +977,7 @@ class Executable:
                             b = np.array(b, copy=True)
                             ctx.pending[v] = b
                         bufs.append(b)
-                    key = tuple([a.shape for a in ins] + [b.shape for b in bufs])
-                    c = step.exact.get(key)
-                    if c is None:
-                        c = self._compiled_for(step, ins, bufs)
-                        if len(step.exact) >= _MAX_EXACT:
-                            step.exact.clear()
-                        step.exact[key] = c
+                    c = self._exact_kernel(step, ins, bufs)
                     try:
                         if c is _REFERENCES or c.broken or not c.ready:
                             _raise_background_error(c)
@@ -1115,13 +1121,7 @@ class Executable:
             if not (isinstance(b, np.ndarray) and b.flags.c_contiguous and b.flags.writeable):
                 b = np.array(b, copy=True)
             bufs.append(b)
-        key = tuple([a.shape for a in ins] + [b.shape for b in bufs])
-        c = seg.exact.get(key)
-        if c is None:
-            c = self._compiled_for(seg, ins, bufs)
-            if len(seg.exact) >= _MAX_EXACT:
-                seg.exact.clear()
-            seg.exact[key] = c
+        c = self._exact_kernel(seg, ins, bufs)
         try:
             if c is _REFERENCES or c.broken or not c.ready:
                 _raise_background_error(c)
