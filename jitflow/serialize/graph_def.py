@@ -291,15 +291,6 @@ def _sorted_nodes(nodes: list) -> list:
     return order
 
 
-def _split(s: str):
-    if s.startswith("^"):
-        return s[1:], None
-    op, sep, idx = s.rpartition(":")
-    if sep and idx.isdigit():
-        return op, int(idx)
-    return s, 0
-
-
 def import_graph_def(graph_def, input_map: Optional[dict] = None, return_elements=None,
                      name: Optional[str] = None, op_dict=None, producer_op_list=None):
     """`tf.import_graph_def`: add the nodes of `graph_def` to the default graph.
@@ -352,7 +343,7 @@ def import_graph_def(graph_def, input_map: Optional[dict] = None, return_element
         return None
     out = []
     for r in return_elements:
-        op_name, idx = _split(r) if ":" in r else (r, None)
+        op_name, idx = json_graph._split_input(r) if ":" in r else (r, None)
         entry = created.get(op_name)
         if entry is None:
             raise ValueError(f"Requested return_element {r!r} not found in graph_def.")
@@ -369,6 +360,7 @@ def import_graph_def(graph_def, input_map: Optional[dict] = None, return_element
 
 def _create(graph: Graph, nodes: list, prefix: str, mapping: dict) -> dict:
     """Build the nodes; returns {node name: (Operation, [output tensors])}."""
+    from jitflow.serialize.json_graph import _split_input as _split
     from jitflow.serialize.json_graph import decode_attr
     created: dict = {}
     reader = _Reader(graph, prefix)
