@@ -239,13 +239,20 @@ class Conv2D(Layer):
             raise ValueError(f"Input 0 of layer conv2d is incompatible with the layer: expected "
                              f"ndim=4, found ndim={input_shape.ndims}. Full shape received: "
                              f"{input_shape}")
+        self._build_weights(input_shape)
+
+    def _kernel_shape(self, cin: int) -> list:
+        return [*self.kernel_size, cin, self.filters]
+
+    def _build_weights(self, input_shape) -> None:
+        """The kernel (shape from `_kernel_shape`) and the bias, for a rank-checked input."""
         cin = input_shape.as_list()[-1]
         if cin is None:
             raise ValueError("The channel dimension of the inputs should be defined. Found "
                              "`None`.")
         dtype = self.dtype or _dtypes.float32
         self.kernel = self._get_variable(
-            "kernel", shape=[*self.kernel_size, cin, self.filters], dtype=dtype,
+            "kernel", shape=self._kernel_shape(cin), dtype=dtype,
             initializer=self.kernel_initializer, regularizer=self.kernel_regularizer,
             constraint=self.kernel_constraint)
         self.bias = None
@@ -659,22 +666,10 @@ class Conv2DTranspose(Conv2D):
     def build(self, input_shape) -> None:
         if input_shape.ndims != 4:
             raise ValueError(f"Inputs should have rank 4. Received input shape: {input_shape}")
-        cin = input_shape.as_list()[-1]
-        if cin is None:
-            raise ValueError("The channel dimension of the inputs should be defined. Found "
-                             "`None`.")
-        dtype = self.dtype or _dtypes.float32
-        self.kernel = self._get_variable(
-            "kernel", shape=[*self.kernel_size, self.filters, cin], dtype=dtype,
-            initializer=self.kernel_initializer, regularizer=self.kernel_regularizer,
-            constraint=self.kernel_constraint)
-        self.bias = None
-        if self.use_bias:
-            self.bias = self._get_variable("bias", shape=[self.filters], dtype=dtype,
-                                           initializer=self.bias_initializer,
-                                           regularizer=self.bias_regularizer,
-                                           constraint=self.bias_constraint)
-        self.built = True
+        self._build_weights(input_shape)
+
+    def _kernel_shape(self, cin: int) -> list:
+        return [*self.kernel_size, self.filters, cin]
 
     def call(self, inputs):
         from jitflow.ops.conv_transpose import conv2d_transpose as _conv_t
