@@ -71,6 +71,10 @@ class _Runtime:
         self.block = int(os.environ.get("JITFLOW_CUDA_BLOCK", "") or (8 if sim else 128))
         self.tile = int(os.environ.get("JITFLOW_CUDA_TILE", "") or (4 if sim else 16))
         self.max_blocks = 4 if sim else 65535
+        # reductions: blocks that keep the device busy, and the fewest elements per thread
+        # worth a block of its own (see split)
+        self.fill_blocks = 4 if sim else 1024
+        self.per_thread = 2 if sim else 16
 
     def empty(self, shape, dtype):
         return self.cuda.device_array(shape, dtype)
@@ -80,6 +84,15 @@ class _Runtime:
 
     def blocks(self, n: int) -> int:
         return max(1, min(n, self.max_blocks))
+
+    def split(self, n_out: int, n_red: int) -> int:
+        """Blocks per output element of a reduction: 1 (one block reads all of an output's
+        inputs) unless the outputs are too few to fill the device and each has many inputs;
+        then up to fill_blocks chunks of at least block * per_thread elements."""
+        if n_out >= self.fill_blocks:
+            return 1
+        chunk = self.block * self.per_thread
+        return max(1, min(-(-n_red // chunk), -(-self.fill_blocks // max(n_out, 1))))
 
     def tiles(self, n: int, m: int) -> tuple:
         t = self.tile

@@ -187,11 +187,11 @@ class _Writer:
         self.count += 1
         return _Kernel(self, f"_k{self.count}", op)
 
-    def launch(self, kern: _Kernel, grid: str, block: str, extra=()) -> None:
-        params = _names(kern.lines) + [p for p in extra if p not in kern.lines]
-        params = list(dict.fromkeys(params))
+    def launch(self, kern: _Kernel, grid: str, block: str, extra=(), indent: int = 0) -> None:
+        params = list(dict.fromkeys(_names(kern.lines) + list(extra)))
         self.kernels.append(kern.text(params))
-        self.hemit(f"{kern.name}[{grid}, {block}]({', '.join(params)})", kern.op)
+        self.hemit(_IND * indent + f"{kern.name}[{grid}, {block}]({', '.join(params)})",
+                   kern.op)
 
     def alloc(self, v: Value) -> None:
         shape = "(" + "".join(_dim(d) + ", " for d in v.dims) + ")" if v.rank else "(1,)"
@@ -265,6 +265,10 @@ class _Writer:
 
     # -- reductions --------------------------------------------------------------------------
     def reduce(self, s: Reduce) -> None:
+        """One block per output element; when there are few outputs and many elements to
+        reduce (a full sum, say), `rt.split` spreads each output over several blocks that
+        write partial results, and a second kernel combines them (a fixed order, so a given
+        shape always gives the same bits)."""
         out, op, how = s.out, s.op, s.how
         arg = how in ("argmax", "argmin")
         base = how[3:] if arg else how
@@ -293,80 +297,140 @@ class _Writer:
         n_out = _size(tuple(s.dims[k] for k in kept), tuple(s.ones[k] for k in kept))
         n_red = _size(tuple(s.dims[k] for k in red), (False,) * len(red))
         cnt = " * ".join(_dim(s.dims[k]) for k in range(rank) if k in axes) or "1"
-        kern = self.new(op)
-        kern.emit(1, f"sm = cuda.shared.array({BLOCK}, {_NB[accdt]})")
-        if arg:
-            kern.emit(1, f"si = cuda.shared.array({BLOCK}, numba.int64)")
-        kern.emit(1, "tid = cuda.threadIdx.x")
-        kern.emit(1, f"for o in range(cuda.blockIdx.x, {n_out}, cuda.gridDim.x):")
-        oidx = kern.split("o", s.dims, s.ones, 2, skip=axes)
-        oidx = [x.replace("r_", "ro_") for x in oidx]
-        kern.lines = [ln.replace("r_ ", "ro_ ").replace("r_ =", "ro_ =") for ln in kern.lines]
-        kern.emit(2, f"acc = {init}")
-        if arg:
-            kern.emit(2, f"ix = {n_red}")
-        kern.emit(2, f"for p in range(tid, {n_red}, {BLOCK}):")
-        ridx_live = kern.split("p", s.dims, tuple(k not in red for k in range(rank)), 3)
-        idx = [ridx_live[k] if k in red else oidx[k] for k in range(rank)]
-        val = kern.expr(s.expr, idx, 3)
-        if base == "l2":
-            kern.emit(3, f"acc = acc + {val} * {val}")
-        elif base in ("sum", "mean"):
-            kern.emit(3, f"acc = acc + {val}")
-        elif base == "prod":
-            kern.emit(3, f"acc = acc * {val}")
-        elif arg:
-            kern.emit(3, f"v_ = {val}")
-            kern.emit(3, f"j_ = {idx[red[-1]] if red else '0'}")
-            kern.emit(3, "if " + _take_arg("v_", "j_", "acc", "ix", base) + ":")
-            kern.emit(4, "acc = v_")
-            kern.emit(4, "ix = j_")
-        else:
-            cmp = ">" if base == "max" else "<"
-            v = f"(1 if {val} else 0)" if out.dtype == "bool" else val
-            kern.emit(3, f"v_ = {v}")
-            kern.emit(3, f"if acc == acc and (v_ {cmp} acc or v_ != v_):")
-            kern.emit(4, "acc = v_")
-        kern.emit(2, "sm[tid] = acc")
-        if arg:
-            kern.emit(2, "si[tid] = ix")
-        kern.emit(2, "cuda.syncthreads()")
-        kern.emit(2, f"h = {BLOCK} // 2")
-        kern.emit(2, "while h > 0:")
-        kern.emit(3, "if tid < h:")
-        if base in ("sum", "mean", "l2"):
-            kern.emit(4, "sm[tid] = sm[tid] + sm[tid + h]")
-        elif base == "prod":
-            kern.emit(4, "sm[tid] = sm[tid] * sm[tid + h]")
-        elif arg:
-            kern.emit(4, "if " + _take_arg("sm[tid + h]", "si[tid + h]", "sm[tid]", "si[tid]",
-                                           base) + ":")
-            kern.emit(5, "sm[tid] = sm[tid + h]")
-            kern.emit(5, "si[tid] = si[tid + h]")
-        else:
-            cmp = ">" if base == "max" else "<"
-            kern.emit(4, f"if sm[tid] == sm[tid] and (sm[tid + h] {cmp} sm[tid] "
-                         "or sm[tid + h] != sm[tid + h]):")
-            kern.emit(5, "sm[tid] = sm[tid + h]")
-        kern.emit(3, "cuda.syncthreads()")
-        kern.emit(3, "h = h // 2")
-        kern.emit(2, "if tid == 0:")
-        if arg:
-            res = f"{_np(out.dtype)}(si[0])"
-        elif base == "l2":
-            res = f"{_np(out.dtype)}(sm[0] * 0.5)"
-        elif base == "mean" and fdt:
-            res = f"{_np(out.dtype)}(sm[0] / ({cnt}))"
-        elif base == "mean":
-            res = (f"{_np(out.dtype)}(sm[0] // ({cnt}) if sm[0] >= 0 "
-                   f"else -((-sm[0]) // ({cnt})))")
-        else:
-            res = f"{_np(out.dtype)}(sm[0])"
-        kern.emit(3, f"f_{out.name}[o] = {res}")
-        kern.emit(2, "cuda.syncthreads()")
+        sp, part, pidx = f"sp_{out.name}", f"pa_{out.name}", f"pi_{out.name}"
+
+        def fold(kern: _Kernel, val: str, j: str, depth: int, squared: bool) -> None:
+            """acc (and ix) <- acc combined with value `val` at index `j`."""
+            if base == "l2" and squared:
+                kern.emit(depth, f"acc = acc + {val} * {val}")
+            elif base in ("sum", "mean", "l2"):
+                kern.emit(depth, f"acc = acc + {val}")
+            elif base == "prod":
+                kern.emit(depth, f"acc = acc * {val}")
+            elif arg:
+                kern.emit(depth, f"v_ = {val}")
+                kern.emit(depth, f"j_ = {j}")
+                kern.emit(depth, "if " + _take_arg("v_", "j_", "acc", "ix", base) + ":")
+                kern.emit(depth + 1, "acc = v_")
+                kern.emit(depth + 1, "ix = j_")
+            else:
+                cmp = ">" if base == "max" else "<"
+                v = f"(1 if {val} else 0)" if out.dtype == "bool" and squared else val
+                kern.emit(depth, f"v_ = {v}")
+                kern.emit(depth, f"if acc == acc and (v_ {cmp} acc or v_ != v_):")
+                kern.emit(depth + 1, "acc = v_")
+
+        def block_combine(kern: _Kernel) -> None:
+            kern.emit(2, "sm[tid] = acc")
+            if arg:
+                kern.emit(2, "si[tid] = ix")
+            kern.emit(2, "cuda.syncthreads()")
+            kern.emit(2, f"h = {BLOCK} // 2")
+            kern.emit(2, "while h > 0:")
+            kern.emit(3, "if tid < h:")
+            if base in ("sum", "mean", "l2"):
+                kern.emit(4, "sm[tid] = sm[tid] + sm[tid + h]")
+            elif base == "prod":
+                kern.emit(4, "sm[tid] = sm[tid] * sm[tid + h]")
+            elif arg:
+                kern.emit(4, "if " + _take_arg("sm[tid + h]", "si[tid + h]", "sm[tid]",
+                                               "si[tid]", base) + ":")
+                kern.emit(5, "sm[tid] = sm[tid + h]")
+                kern.emit(5, "si[tid] = si[tid + h]")
+            else:
+                cmp = ">" if base == "max" else "<"
+                kern.emit(4, f"if sm[tid] == sm[tid] and (sm[tid + h] {cmp} sm[tid] "
+                             "or sm[tid + h] != sm[tid + h]):")
+                kern.emit(5, "sm[tid] = sm[tid + h]")
+            kern.emit(3, "cuda.syncthreads()")
+            kern.emit(3, "h = h // 2")
+
+        def finish(kern: _Kernel) -> None:
+            """Thread 0 writes output element `o` from the block's combined value."""
+            kern.emit(2, "if tid == 0:")
+            if arg:
+                res = f"{_np(out.dtype)}(si[0])"
+            elif base == "l2":
+                res = f"{_np(out.dtype)}(sm[0] * 0.5)"
+            elif base == "mean" and fdt:
+                res = f"{_np(out.dtype)}(sm[0] / ({cnt}))"
+            elif base == "mean":
+                res = (f"{_np(out.dtype)}(sm[0] // ({cnt}) if sm[0] >= 0 "
+                       f"else -((-sm[0]) // ({cnt})))")
+            else:
+                res = f"{_np(out.dtype)}(sm[0])"
+            kern.emit(3, f"f_{out.name}[o] = {res}")
+            kern.emit(2, "cuda.syncthreads()")
+
+        def scan(split: bool) -> _Kernel:
+            """The kernel that reads the input: one output per block (`split` False), or one
+            chunk of one output per block, writing partials."""
+            kern = self.new(op)
+            kern.emit(1, f"sm = cuda.shared.array({BLOCK}, {_NB[accdt]})")
+            if arg:
+                kern.emit(1, f"si = cuda.shared.array({BLOCK}, numba.int64)")
+            kern.emit(1, "tid = cuda.threadIdx.x")
+            if split:
+                kern.emit(1, f"for b_ in range(cuda.blockIdx.x, ({n_out}) * {sp}, "
+                             "cuda.gridDim.x):")
+                kern.emit(2, f"o = b_ // {sp}")
+                kern.emit(2, f"c_ = b_ - o * {sp}")
+            else:
+                kern.emit(1, f"for o in range(cuda.blockIdx.x, {n_out}, cuda.gridDim.x):")
+            oidx = kern.split("o", s.dims, s.ones, 2, skip=axes)
+            oidx = [x.replace("r_", "ro_") for x in oidx]
+            kern.lines = [ln.replace("r_ ", "ro_ ").replace("r_ =", "ro_ =")
+                          for ln in kern.lines]
+            kern.emit(2, f"acc = {init}")
+            if arg:
+                kern.emit(2, f"ix = {n_red}")
+            if split:
+                kern.emit(2, f"for p in range(c_ * {BLOCK} + tid, {n_red}, {sp} * {BLOCK}):")
+            else:
+                kern.emit(2, f"for p in range(tid, {n_red}, {BLOCK}):")
+            ridx_live = kern.split("p", s.dims, tuple(k not in red for k in range(rank)), 3)
+            idx = [ridx_live[k] if k in red else oidx[k] for k in range(rank)]
+            val = kern.expr(s.expr, idx, 3)
+            fold(kern, val, idx[red[-1]] if red else "0", 3, squared=True)
+            block_combine(kern)
+            if split:
+                kern.emit(2, "if tid == 0:")
+                kern.emit(3, f"{part}[b_] = sm[0]")
+                if arg:
+                    kern.emit(3, f"{pidx}[b_] = si[0]")
+                kern.emit(2, "cuda.syncthreads()")
+            else:
+                finish(kern)
+            return kern
+
         self.alloc(out)
         self.hemit(f"f_{out.name} = {out.name}.reshape({out.name}.size)", op)
-        self.launch(kern, f"rt.blocks({n_out})", BLOCK, extra=[f"f_{out.name}"])
+        self.hemit(f"{sp} = rt.split({n_out}, {n_red})", op)
+        self.hemit(f"if {sp} == 1:", op)
+        self.launch(scan(False), f"rt.blocks({n_out})", BLOCK, extra=[f"f_{out.name}"],
+                    indent=1)
+        self.hemit("else:", op)
+        self.hemit(f"    {part} = rt.empty((({n_out}) * {sp},), {_np(accdt)})", op)
+        extra = [sp, part]
+        if arg:
+            self.hemit(f"    {pidx} = rt.empty((({n_out}) * {sp},), np.int64)", op)
+            extra.append(pidx)
+        self.launch(scan(True), f"rt.blocks(({n_out}) * {sp})", BLOCK, extra=extra, indent=1)
+        comb = self.new(op)
+        comb.emit(1, f"sm = cuda.shared.array({BLOCK}, {_NB[accdt]})")
+        if arg:
+            comb.emit(1, f"si = cuda.shared.array({BLOCK}, numba.int64)")
+        comb.emit(1, "tid = cuda.threadIdx.x")
+        comb.emit(1, f"for o in range(cuda.blockIdx.x, {n_out}, cuda.gridDim.x):")
+        comb.emit(2, f"acc = {init}")
+        if arg:
+            comb.emit(2, f"ix = {n_red}")
+        comb.emit(2, f"for c_ in range(tid, {sp}, {BLOCK}):")
+        fold(comb, f"{part}[o * {sp} + c_]", f"{pidx}[o * {sp} + c_]", 3, squared=False)
+        block_combine(comb)
+        finish(comb)
+        self.launch(comb, f"rt.blocks({n_out})", BLOCK, extra=[sp, part] + (
+            [pidx] if arg else []) + [f"f_{out.name}"], indent=1)
 
     # -- contractions ------------------------------------------------------------------------
     def matmul(self, s: MatMul) -> None:

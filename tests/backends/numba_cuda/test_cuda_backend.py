@@ -199,6 +199,34 @@ def test_inspect_shows_the_cuda_source_and_debug_level_4_prints_it(monkeypatch, 
     assert "generated cuda source" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_reductions_with_few_outputs_split_over_blocks_and_match_the_interpreter(dtype):
+    """A full or few-row reduction of many elements is spread over several blocks per output
+    (partials, then a combining kernel): every reduction kind, NaN and ties included."""
+    from jitflow.backends.numba_cuda.driver import _Runtime, cuda_module, simulated
+    rt = _Runtime(cuda_module(), simulated())
+    n = 600 if rt.sim else 50000
+    assert rt.split(1, 3 * n) > 1 and rt.split(3, n) > 1   # the split path is what runs
+    assert rt.split(rt.fill_blocks, 3 * n) == 1
+    rng = np.random.default_rng(5)
+    xv = rng.standard_normal((3, n)).astype(dtype)
+    xv[1, n // 2] = np.nan
+    xv[2, 7] = xv[2, n - 3] = 9.0   # a tie: the first index wins
+    x = tf.placeholder(dtype, [3, n])
+    clean = tf.where(tf.is_nan(x), tf.zeros_like(x), x)
+    flat = tf.reshape(clean, [-1])
+    fetches = [tf.reduce_sum(x), tf.reduce_sum(clean), tf.reduce_mean(clean, 1),
+               tf.argmax(x, 1), tf.argmin(flat), tf.argmax(flat), tf.reduce_max(x, 1),
+               tf.reduce_min(clean), tf.nn.l2_loss(clean),
+               tf.reduce_prod(clean[:, :64] * 0.01 + 1.0, 1), tf.reduce_any(clean > 3.5, 1),
+               tf.reduce_all(clean > -6.0), tf.reduce_sum(tf.cast(clean > 0, tf.int32)),
+               tf.reduce_max(tf.cast(clean * 10, tf.int64))]
+    ref = _run(fetches, {x: xv}, "interpreter", init=False)
+    got = _run(fetches, {x: xv}, "cuda", init=False)
+    assert_same_result(got, ref, rtol=1e-5, atol=1e-5, path="cuda")
+    np.testing.assert_array_equal(got[3], [np.argmax(xv[0]), n // 2, 7])
+
+
 def test_without_a_gpu_or_the_simulator_the_error_says_how_to_get_either():
     code = ("import jitflow as tf\n"
             "try:\n    tf.Session(backend='cuda')\n"
