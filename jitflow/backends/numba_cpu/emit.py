@@ -16,8 +16,8 @@ import os
 
 from jitflow.backends.numba_cpu.scalar_ops import TABLE, WHOLE_HELPERS
 from jitflow.backends.pytext import const_text, dim_text, lit_text, np_name
-from jitflow.compiler.ir import (Alloc, Apply, Arg, AssignVar, Const, CopyVar, DimValue, Index,
-                                 Kernel, LibCall, Lit, Load, Loop, MatMul, NonZeroCheck,
+from jitflow.compiler.ir import (Alloc, Apply, Arg, AssignVar, Call, Const, CopyVar, DimValue,
+                                 Index, Kernel, LibCall, Lit, Load, Loop, MatMul, NonZeroCheck,
                                  RangeCheck, Reduce, Region, RowOp, ShapeOf, Take, Value, View)
 
 __all__ = ["generate_function", "ERROR_PREFIX"]
@@ -496,8 +496,11 @@ class _Writer:
                      and not _exact_constant(s.expr, how))
             if split and not par:
                 # partial sums in _LANES lanes along the innermost axis: independent add chains
-                # (a sequential float sum runs at one add's latency per element)
+                # (a sequential float sum runs at one add's latency per element); the terms
+                # are computed a chunk at a time into a buffer, a loop the vectorizer takes
                 self.emit(depth, f"l{acc} = np.empty({_LANES}, {_np(accdt)})", op)
+                if _calls_math(s.expr):
+                    self.emit(depth, f"b{acc} = np.empty({_CHUNK}, {_np(accdt)})", op)
             idx_k, d2 = self.open_loops(s.dims, s.ones, depth, op, skip=axes, par=par)
             if par:
                 strides, lin = "1", []
@@ -508,6 +511,8 @@ class _Writer:
                 self.emit(d2, f"o{out.name} = {' + '.join(reversed(lin))}", op)
                 if split:
                     self.emit(d2, f"l{acc} = np.empty({_LANES}, {_np(accdt)})", op)
+                    if _calls_math(s.expr):
+                        self.emit(d2, f"b{acc} = np.empty({_CHUNK}, {_np(accdt)})", op)
             constant = _exact_constant(s.expr, how)
             if constant:
                 # the sum of a constant (a gradient's count of elements): c * count, exact
@@ -526,7 +531,31 @@ class _Writer:
                 self.emit(d3, f"for i{k} in range({_dim(s.dims[k])}):", op)
                 idx[k] = f"i{k}"
                 d3 += 1
-            if split:
+            if split and _calls_math(s.expr):
+                # terms with math calls: chunks of _CHUNK terms computed into b{acc} (in the
+                # accumulator's type, exact; l2 squares in the input's type first, as the
+                # scalar form does), a loop the vectorizer takes, then added into the lanes,
+                # term j into lane j % _LANES; a short last chunk goes to the scalar sum
+                kl = red[-1]
+                n = _dim(s.dims[kl])
+                self.emit(d3, f"for j{kl} in range(0, {n}, {_CHUNK}):", op)
+                self.emit(d3 + 1, f"c_ = min({_CHUNK}, {n} - j{kl})", op)
+                self.emit(d3 + 1, "for q in range(c_):", op)
+                idx[kl] = f"(j{kl} + q)"
+                val = self.expr(s.expr, idx, False, d3 + 2)
+                self.emit(d3 + 2, f"b{acc}[q] = {val} * {val}" if how == "l2"
+                          else f"b{acc}[q] = {val}", op)
+                self.emit(d3 + 1, f"if c_ == {_CHUNK}:", op)
+                self.emit(d3 + 2, f"for p_ in range(0, {_CHUNK}, {_LANES}):", op)
+                self.emit(d3 + 3, f"for q in range({_LANES}):", op)
+                self.emit(d3 + 4, f"l{acc}[q] = l{acc}[q] + b{acc}[p_ + q]", op)
+                self.emit(d3 + 1, "else:", op)
+                self.emit(d3 + 2, "for q in range(c_):", op)
+                self.emit(d3 + 3, f"{acc} = {acc} + b{acc}[q]", op)
+                # the lanes in a fixed pairwise order, then the last chunk's sum
+                self.emit(d2, f"{acc} = {acc} + {_pairwise(f'l{acc}', _LANES)}", op)
+            elif split:
+                # cheap terms: computed in the lanes' loop
                 kl = red[-1]
                 n = _dim(s.dims[kl])
                 self.emit(d3, f"m{acc} = {n} - {n} % {_LANES}", op)
@@ -572,6 +601,24 @@ class _Writer:
 
 
 _LANES = 8   # partial sums of an innermost-axis reduction (8 float64: one 512-bit register)
+_CHUNK = 128  # terms of such a reduction computed per vectorizable loop (a multiple of _LANES)
+
+
+def _calls_math(e) -> bool:
+    """Whether expression `e` calls a math function (exp, tanh, sigmoid...): terms costly
+    enough that computing them in a loop of their own, which vectorizes, pays."""
+    def fn_calls(f) -> bool:
+        if isinstance(f, Call):
+            form = TABLE.get(f.fn)
+            forms = form if isinstance(form, tuple) else (form,)
+            if f.fn in WHOLE_HELPERS or any(isinstance(x, str) and "math." in x
+                                            for x in forms):
+                return True
+            return any(fn_calls(a) for a in f.args)
+        return False
+    if isinstance(e, Apply):
+        return fn_calls(e.fn) or any(_calls_math(a) for a in e.args)
+    return False
 
 
 def _pairwise(name: str, n: int) -> str:

@@ -95,3 +95,26 @@ def test_row_reduction_keeps_independent_partial_sums():
     assert "for q in range(8):" in src and "% 8" in src, src
     assert "((laccb1[0] + laccb1[1]) + (laccb1[2] + laccb1[3]))" in src, src
     np.testing.assert_allclose(out, np.mean(np.square(av - bv), 1), rtol=1e-6)
+
+
+def test_reduction_of_math_terms_computes_them_a_chunk_at_a_time():
+    """Terms that call math functions (exp, tanh, sigmoid) are computed a chunk of 128 at a time
+    in a loop of their own (the vectorizer takes it; in the lanes' loop they ran one at a time,
+    5x slower), then added into the 8 lanes: exact against float64 sums at every length around
+    the chunk size, rows and whole-array sums, sum, mean and l2."""
+    x = tf.placeholder(tf.float32, [None, None])
+    t = tf.sigmoid(x * 0.7 + 0.1) * tf.tanh(x) - tf.exp(-x * x)
+    fetches = [tf.reduce_sum(t, 1), tf.reduce_mean(t, 1), tf.reduce_sum(t), tf.nn.l2_loss(t)]
+    rng = np.random.default_rng(3)
+    with tf.Session() as sess:
+        for n in (1, 7, 127, 128, 129, 300):
+            xv = rng.standard_normal((3, n)).astype(np.float32)
+            rows, means, total, l2 = sess.run(fetches, {x: xv})
+            tv = sess.run(t, {x: xv}).astype(np.float64)
+            np.testing.assert_allclose(rows, tv.sum(1), rtol=1e-6, atol=1e-6)
+            np.testing.assert_allclose(means, tv.mean(1), rtol=1e-6, atol=1e-6)
+            np.testing.assert_allclose(total, tv.sum(), rtol=1e-6, atol=1e-6)
+            np.testing.assert_allclose(l2, (np.square(tv.astype(np.float32)).astype(np.float64)
+                                            ).sum() / 2, rtol=1e-6)
+        src = sess.inspect(fetches[0], {x: xv})
+    assert "c_ = min(128, " in src and "for q in range(c_):" in src, src
