@@ -249,13 +249,14 @@ class _Writer:
         self.launch(kern, f"rt.grid({n})", "rt.block")
 
     def element_check(self, v: Value, bad: str, op: int, what: str) -> None:
-        """Raise the check error if any element `q` of `v` makes `bad` true (host work)."""
-        self.hemit(f"for q in rt.host({v.name}).reshape(-1):", op)
-        self.hemit(f"    if {bad}:", op)
-        self.hemit(f"        raise ValueError(\"{ERROR_PREFIX}{op}:{what}\")", op)
+        """Raise the check error if any element `q` of `v` makes `bad` true (host work, on a
+        copy of `v`; `bad` is a NumPy expression of the array `q`)."""
+        self.hemit(f"q = rt.host({v.name}).reshape(-1)", op)
+        self.hemit(f"if np.any({bad}):", op)
+        self.hemit(f"    raise ValueError(\"{ERROR_PREFIX}{op}:{what}\")", op)
 
     def range_check(self, c: RangeCheck) -> None:
-        self.element_check(c.value, f"q < 0 or q >= {_dim(c.dim)}", c.op, c.what)
+        self.element_check(c.value, f"(q < 0) | (q >= {_dim(c.dim)})", c.op, c.what)
 
     def nonzero(self, c: NonZeroCheck) -> None:
         self.element_check(c.value, "q == 0", c.op, c.what)

@@ -182,6 +182,33 @@ def test_check_failures_raise_the_interpreter_error_and_leave_variables_unchange
         np.testing.assert_array_equal(sess.run(w), np.ones((3, 2)))
 
 
+def test_index_and_divisor_checks_raise_the_interpreter_errors():
+    """Gather indices out of range and integer division by zero are checked on a copy of the
+    values (one NumPy test per check): the interpreter's error, and in-range values pass."""
+    p = tf.constant(np.arange(12, dtype=np.float32).reshape(4, 3))
+    i = tf.placeholder(tf.int32, [None])
+    a = tf.placeholder(tf.int32, [None])
+    b = tf.placeholder(tf.int32, [None])
+    g = tf.gather(p, i) * 2.0
+    d = tf.floordiv(a, b) + 1
+    cases = [(g, {i: np.array([0, 3, 1], np.int32)}, None),
+             (g, {i: np.array([0, 4, 1], np.int32)}, tf.errors.InvalidArgumentError),
+             (g, {i: np.array([-1], np.int32)}, tf.errors.InvalidArgumentError),
+             (d, {a: np.array([7, -7], np.int32), b: np.array([2, 3], np.int32)}, None),
+             (d, {a: np.array([7, -7], np.int32), b: np.array([2, 0], np.int32)},
+              tf.errors.InvalidArgumentError)]
+    for fetch, feed, err in cases:
+        if err is None:
+            np.testing.assert_array_equal(_run(fetch, feed, "cuda", init=False),
+                                          _run(fetch, feed, "interpreter", init=False))
+            continue
+        with pytest.raises(err) as ref:
+            _run(fetch, feed, "interpreter", init=False)
+        with pytest.raises(err) as got:
+            _run(fetch, feed, "cuda", init=False)
+        assert str(got.value) == str(ref.value)
+
+
 def test_inspect_shows_the_cuda_source_and_debug_level_4_prints_it(monkeypatch, capsys):
     x = tf.placeholder(tf.float32, [None])
     y = tf.reduce_sum(tf.tanh(x) * 2.0)
