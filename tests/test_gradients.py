@@ -329,3 +329,26 @@ def test_hessians_of_quadratic_form(backend):
     assert h.shape.as_list() == [2, 2]
     with tf.Session() as sess:
         np.testing.assert_allclose(sess.run(h, {x: [1.0, -1.0]}), a + a.T)
+
+
+def test_sqrt_rsqrt_reciprocal_gradients_are_zero_where_the_incoming_gradient_is(backend):
+    """TF's SqrtGrad, RsqrtGrad and ReciprocalGrad kernels give 0 wherever the incoming gradient
+    is 0, even where y is 0, inf or nan (0 * inf would be nan): an empty slice of sqrt(x) of a
+    negative x has gradient 0, not nan. Elsewhere: 0.5/sqrt(x), -0.5*x^-1.5, -1/x^2."""
+    x = tf.placeholder(tf.float32, [4])
+    xv = np.array([-1.0, 0.0, 4.0, 0.25], np.float32)
+    w = tf.constant(np.array([1.0, 0.0, 2.0, 1.0], np.float32))
+    ys = [tf.sqrt(x), tf.rsqrt(x), tf.reciprocal(x)]
+    grads = [tf.gradients(tf.reduce_sum(y * w), x)[0] for y in ys]
+    empty = tf.gradients(tf.reduce_sum(tf.sqrt(x)[1:1]), x)[0]
+    with tf.Session() as sess:
+        gs, ge = sess.run([grads, empty], {x: xv})
+    with np.errstate(all="ignore"):
+        want = [np.where(w_ == 0, 0, w_ * f) for w_, f in
+                [(np.array([1, 0, 2, 1], np.float32), 0.5 / np.sqrt(xv)),
+                 (np.array([1, 0, 2, 1], np.float32), -0.5 * xv ** -1.5),
+                 (np.array([1, 0, 2, 1], np.float32), -1 / xv ** 2)]]
+    for g, e in zip(gs, want):
+        np.testing.assert_allclose(g, e, rtol=1e-6)
+    np.testing.assert_array_equal(ge, np.zeros(4, np.float32))
+    assert grads[0].op.type == "SqrtGrad" and grads[0].op.name.endswith("Sqrt_grad/SqrtGrad")

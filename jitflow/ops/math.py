@@ -525,19 +525,76 @@ def _sign_grad(op, g):
     return [zeros_like_of(op.inputs[0])]
 
 
+# The gradients of Sqrt, Rsqrt and Reciprocal are ops of their own, as in TF: written in terms
+# of the forward output y and the incoming gradient dy, and 0 wherever dy is 0 (so a zero
+# gradient stays zero where y is 0, inf or nan, as TF's kernels give it)
 def _sqrt_grad(op, g):
-    y = op.outputs[0]
-    return [g * scalar_like(0.5, y) / y]
+    return [make_op("SqrtGrad", [op.outputs[0], g], name="SqrtGrad").outputs[0]]
 
 
 def _rsqrt_grad(op, g):
-    y = op.outputs[0]
-    return [g * scalar_like(-0.5, y) * (y * y * y)]
+    return [make_op("RsqrtGrad", [op.outputs[0], g], name="RsqrtGrad").outputs[0]]
 
 
 def _reciprocal_grad(op, g):
-    y = op.outputs[0]
-    return [-g * (y * y)]
+    return [make_op("ReciprocalGrad", [op.outputs[0], g], name="ReciprocalGrad").outputs[0]]
+
+
+def _y_dy_ref(fn):
+    """NumPy reference of a (y, dy) gradient op: fn(y, dy), and 0 where dy == 0."""
+    def ref(op, y, dy):
+        y, dy = np.asarray(y), np.asarray(dy)
+        with np.errstate(all="ignore"):
+            val = fn(y, dy)
+        return np.where(dy == 0, np.zeros_like(val), val).astype(y.dtype)
+    return ref
+
+
+def _sqrt_grad_grad(op, g):
+    # out = 0.5 * dy / y: d/dy_ = -g * out / y, d/d(dy) = 0.5 * g / y
+    y = op.inputs[0]
+    ga = g / y
+    return [-ga * op.outputs[0], scalar_like(0.5, y) * ga]
+
+
+def _rsqrt_grad_grad(op, g):
+    # out = -0.5 * dy * y^3: d/dy_ = -1.5 * g * dy * y^2, d/d(dy) = RsqrtGrad(y, g)
+    y, dy = op.inputs
+    return [scalar_like(-1.5, y) * g * dy * (y * y),
+            make_op("RsqrtGrad", [y, g], name="RsqrtGrad").outputs[0]]
+
+
+def _reciprocal_grad_grad(op, g):
+    # out = -dy * y^2: d/dy_ = -2 * g * dy * y, d/d(dy) = ReciprocalGrad(y, g)
+    y, dy = op.inputs
+    return [scalar_like(-2, y) * g * dy * y,
+            make_op("ReciprocalGrad", [y, g], name="ReciprocalGrad").outputs[0]]
+
+
+def _y_dy_examples(op_type: str, expect, domain: str) -> list:
+    def build(y, dy):
+        return make_op(op_type, [y, dy], name=op_type).outputs[0]
+    return [Example(build, [(2, 3), (2, 3)], expect, ("float32", "float64"), domain,
+                    id="same"),
+            # dy == 0 where y is 0 (0/0, 0*inf): 0, not nan
+            Example(lambda y, dy: build(y - y, dy * 0.0), [(2, 3), (2, 3)],
+                    lambda y, dy: np.zeros((2, 3)), grad=False, id="zero")]
+
+
+register("SqrtGrad", infer=_binary_rule(_FLOATS), ref=_y_dy_ref(lambda y, dy: 0.5 * dy / y),
+         grad=_sqrt_grad_grad, kind="elementwise",
+         scalar=S.select(S.eq(X1, 0), 0, S.div(S.mul(0.5, X1), X0)),
+         examples=_y_dy_examples("SqrtGrad", lambda y, dy: 0.5 * dy / y, "positive"))
+register("RsqrtGrad", infer=_binary_rule(_FLOATS),
+         ref=_y_dy_ref(lambda y, dy: -0.5 * (dy * y) * (y * y)), grad=_rsqrt_grad_grad,
+         kind="elementwise",
+         scalar=S.select(S.eq(X1, 0), 0, S.mul(S.mul(-0.5, S.mul(X1, X0)), S.mul(X0, X0))),
+         examples=_y_dy_examples("RsqrtGrad", lambda y, dy: -0.5 * dy * y ** 3, "positive"))
+register("ReciprocalGrad", infer=_binary_rule(_FLOATS),
+         ref=_y_dy_ref(lambda y, dy: -y * y * dy), grad=_reciprocal_grad_grad,
+         kind="elementwise",
+         scalar=S.select(S.eq(X1, 0), 0, S.mul(S.mul(S.neg(X0), X0), X1)),
+         examples=_y_dy_examples("ReciprocalGrad", lambda y, dy: -y * y * dy, "nonzero"))
 
 
 def _log1p_grad(op, g):

@@ -28,7 +28,8 @@ UNARY = ["Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Ceil", "Cos"
          "Tanh", "Identity"]
 BINARY = ["Add", "Sub", "Mul", "RealDiv", "Maximum", "Minimum", "Pow", "SquaredDifference",
           "FloorDiv", "FloorMod", "TruncateDiv", "TruncateMod", "Atan2", "DivNoNan", "Equal",
-          "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual"]
+          "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual", "SqrtGrad", "RsqrtGrad",
+          "ReciprocalGrad"]
 UNTYPED = ["LogicalAnd", "LogicalOr", "LogicalNot", "NoOp"]
 REDUCE = {"Sum": "reduce_sum", "Mean": "reduce_mean", "Max": "reduce_max",
           "Min": "reduce_min", "Prod": "reduce_prod", "All": "reduce_all", "Any": "reduce_any"}
