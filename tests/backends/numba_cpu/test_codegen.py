@@ -95,3 +95,27 @@ def test_row_reduction_keeps_independent_partial_sums():
     assert "for q in range(8):" in src and "% 8" in src, src
     assert "((laccb1[0] + laccb1[1]) + (laccb1[2] + laccb1[3]))" in src, src
     np.testing.assert_allclose(out, np.mean(np.square(av - bv), 1), rtol=1e-6)
+
+
+def test_materialized_elementwise_results_of_one_size_share_one_loop():
+    """Fetched intermediates and an in-place variable update over arrays of one size are one
+    loop over flat views (no reshape), with the results of separate loops."""
+    x = tf.placeholder(tf.float32, [4, 8], name="x")
+    v = tf.Variable(np.ones((4, 8), np.float32), name="v")
+    a = tf.tanh(x)
+    b = a * 2.0
+    c = a + b * v
+    upd = tf.assign_add(v, c)
+    xv = np.linspace(-2, 2, 32).astype(np.float32).reshape(4, 8)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        src = sess.inspect([a, b, c, upd], {x: xv})
+        out = sess.run([a, b, c, upd], {x: xv})
+    assert src.count("for ") == 1, src
+    assert ".reshape(" not in src and "flat(" in src
+    ta = np.tanh(xv)
+    want_c = ta + (ta * 2) * 1.0
+    np.testing.assert_allclose(out[0], ta, rtol=2e-6, atol=2e-6)
+    np.testing.assert_allclose(out[1], ta * 2, rtol=2e-6, atol=2e-6)
+    np.testing.assert_allclose(out[2], want_c, rtol=2e-6, atol=2e-6)
+    np.testing.assert_allclose(out[3], 1.0 + want_c, rtol=2e-6, atol=2e-6)
