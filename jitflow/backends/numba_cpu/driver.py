@@ -48,8 +48,10 @@ __all__ = ["NumbaBackend", "Executable", "export_source", "STATS", "debug_level"
 STATS = _cache.STATS
 _WARNED_OPS: set = set()
 _MAX_EXACT = 256   # exact input shapes remembered per executable (each maps to a kernel)
+# no cfunc wrapper: nothing takes a kernel's address as a C function, and building one costs
+# Numba lowering and LLVM time for every kernel
 _DECORATOR = ('@numba.njit(cache={cache}, error_model="numpy", fastmath={"contract"}, '
-              'nogil=True)')
+              'nogil=True, no_cfunc_wrapper=True)')
 _TAG = re.compile(r"  # [^\n]*$", re.M)
 _GUARDED: list = []   # [True] once the vecmath helpers' Numba caches are guarded
 

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import math
 import os
+import re
 
 from jitflow.backends.numba_cpu.scalar_ops import TABLE, WHOLE_HELPERS
 from jitflow.backends.pytext import const_text, dim_text, lit_text, np_name
-from jitflow.compiler.ir import (Alloc, Apply, Arg, AssignVar, Call, Const, CopyVar, DimValue,
-                                 Index, Kernel, LibCall, Lit, Load, Loop, MatMul, NonZeroCheck,
-                                 RangeCheck, Reduce, Region, RowOp, ShapeOf, Take, Value, View)
+from jitflow.compiler.ir import (Alloc, Apply, Arg, AssignVar, Call, Check, Const, CopyVar,
+                                 DimValue, Index, Kernel, LibCall, Lit, Load, Loop, MatMul,
+                                 NonZeroCheck, RangeCheck, Reduce, Region, RowOp, ShapeOf, Take,
+                                 Value, View)
 
 __all__ = ["generate_function", "ERROR_PREFIX"]
 
@@ -58,6 +60,7 @@ class _Writer:
         self.tmp = 0
         self.vecmath = vecmath
         self.top_views: set = set()   # names whose flat view exists at the top level
+        self.forward: dict = {}       # in a merged flat loop: name -> its element's temporary
         # the parallel variant: the outermost loop of element stores and of row reductions is
         # a `numba.prange` (iterations write distinct elements and share no accumulator)
         self.parallel = parallel
@@ -77,7 +80,7 @@ class _Writer:
         if v.rank == 0:
             return f"{v.name}[()]" if v.kind == "var" else v.name
         if flat:
-            return f"f_{v.name}[{idx[0]}]"
+            return self.forward.get(v.name) or f"f_{v.name}[{idx[0]}]"
         rank = len(idx)
         parts = []
         for k, one in enumerate(v.ones):
@@ -181,12 +184,27 @@ class _Writer:
         else:
             self.emit(depth, f"for i in range({v.name}.size):", op)
             depth += 1
-            self.emit(depth, f"q = {v.name}.reshape({v.name}.size)[i]", op)
+            self.emit(depth, f"q = {self.flat_text(v.name)}[i]", op)
         self.emit(depth, f"if {bad}:", op)
         self.emit(depth + 1, f"raise ValueError(\"{ERROR_PREFIX}{op}:{what}\")", op)
 
     def nonzero(self, c: NonZeroCheck, depth: int) -> None:
         self.element_check(c.value, "q == 0", depth, c.op, c.what)
+
+    def library(self) -> str:
+        """How kernels name the math library (vecmath.py; '' under JITFLOW_LIBM=1, when
+        kernels do not import it)."""
+        return next(iter(self.vecmath.values())).rsplit(".", 1)[0] if self.vecmath else ""
+
+    def flat_text(self, name: str, n: str = "") -> str:
+        """The 1-d view of the C-contiguous array `name` (of `n` elements): the library's
+        `flat` (a struct rebuild), else `reshape` (checks and helper calls: ~10 ms of compile
+        time each). vecmath registers `flat` with Numba's alias analysis, so its dead-code
+        and parfor passes see stores through the view as stores into the array."""
+        lib = self.library()
+        if lib:
+            return f"{lib}.flat({name})"
+        return f"{name}.reshape({n or name + '.size'})"
 
     def flat_views(self, vals, n: str, depth: int, op: int) -> None:
         """`f_<name>`, the flat view of each array in `vals`. A view made in the function's
@@ -199,7 +217,7 @@ class _Writer:
                 seen.add(v.name)
                 if depth == 1 and v.name in self.top_views:
                     continue
-                self.emit(depth, f"f_{v.name} = {v.name}.reshape({n})", op)
+                self.emit(depth, f"f_{v.name} = {self.flat_text(v.name, n)}", op)
                 if depth == 1:
                     self.top_views.add(v.name)
 
@@ -231,6 +249,45 @@ class _Writer:
         else:
             sign = "+" if mode == "add" else "-"
             self.emit(depth + 1, f"{dst} = {dst} {sign} {val}", op)
+
+    def flat_store(self, s):
+        """(target, expression, mode) of a statement that stores one expression over a whole
+        array as a flat loop, else None."""
+        if isinstance(s, Loop) and s.out.rank > 0 and self.can_flatten(s.expr, s.out.ones):
+            return s.out, s.expr, "set"
+        if isinstance(s, AssignVar) and s.var.rank > 0 and self.can_flatten(s.expr, s.var.ones):
+            return s.var, s.expr, s.mode
+        return None
+
+    def merged_loop(self, group: list, depth: int) -> None:
+        """Consecutive flat stores over arrays of one size as one loop (each loop costs Numba
+        and LLVM ~25 ms to compile, each statement in it a few). Every statement touches only
+        element i of its arrays, so the per-element order of reads and writes, and therefore
+        every result, is that of the separate loops. An element stored earlier in the
+        iteration is read from its temporary."""
+        stores = [self.flat_store(s) for s in group]
+        for s, (out, _, _) in zip(group, stores):
+            if isinstance(s, Loop):
+                self.alloc(out, depth, s.op)
+        op0 = group[0].op
+        n = f"n{stores[0][0].name}"
+        self.emit(depth, f"{n} = {stores[0][0].name}.size", op0)
+        for s, (out, e, _) in zip(group, stores):
+            self.flat_views([out] + self.loads(e, [], True), n, depth, s.op)
+        self.emit(depth, f"for i in {self._range(depth == 1)}({n}):", op0)
+        self.forward = {}
+        for s, (out, e, mode) in zip(group, stores):
+            val = self.expr(e, ["i"], True, depth + 1)
+            dst = f"f_{out.name}[i]"
+            if mode != "set":
+                val = f"{dst} {'+' if mode == 'add' else '-'} {val}"
+            if not _TEMP.match(val):
+                self.tmp += 1
+                self.emit(depth + 1, f"t{self.tmp} = {val}", s.op)
+                val = f"t{self.tmp}"
+            self.emit(depth + 1, f"{dst} = {val}", s.op)
+            self.forward[out.name] = val
+        self.forward = {}
 
     def assign(self, s: AssignVar, depth: int) -> None:
         v = s.var
@@ -419,7 +476,7 @@ class _Writer:
         out, op = s.out, s.op
         rows = " * ".join(_dim(s.dims[k]) for k in sorted(axes))
         cols = " * ".join(_dim(s.dims[k]) for k in range(len(s.ones)) if k not in axes)
-        lib = next(iter(self.vecmath.values())).rsplit(".", 1)[0]   # how kernels name it
+        lib = self.library()
         self.alloc(out, depth, op)
         self.emit(depth, f"{lib}.colsum({v.name}.reshape(({rows}, {cols})), "
                          f"{out.name}.reshape({cols}), {how == 'mean'})", op)
@@ -489,7 +546,7 @@ class _Writer:
             par = self.parallel and depth == 1 and out.rank > 0 and bool(kept)
             if out.rank > 0:
                 self.alloc(out, depth, op)
-                self.emit(depth, f"f_{out.name} = {out.name}.reshape({out.name}.size)", op)
+                self.emit(depth, f"f_{out.name} = {self.flat_text(out.name)}", op)
                 if not par:
                     self.emit(depth, f"o{out.name} = 0", op)
             split = (how in ("sum", "mean", "l2") and red and red[-1] == rank - 1
@@ -594,8 +651,8 @@ class _Writer:
         combine("a_", val, d2)
         self.emit(d2, f"{acc}[{aidx}] = a_", op)
         self.alloc(out, depth, op)
-        self.emit(depth, f"f_{out.name} = {out.name}.reshape({out.name}.size)", op)
-        self.emit(depth, f"f_{acc} = {acc}.reshape({acc}.size)", op)
+        self.emit(depth, f"f_{out.name} = {self.flat_text(out.name)}", op)
+        self.emit(depth, f"f_{acc} = {self.flat_text(acc)}", op)
         self.emit(depth, f"for j in range({out.name}.size):", op)
         self.emit(depth + 1, f"f_{out.name}[j] = {finish(f'f_{acc}[j]')}", op)
 
@@ -652,6 +709,42 @@ def _exact_constant(e, how: str) -> bool:
     return v.is_integer() and abs(v) <= 2 ** 20
 
 
+_TEMP = re.compile(r"t\d+$")
+MERGE_MAX = 24   # statements in one merged flat loop
+
+
+def _flat_groups(w: _Writer, kernel: Kernel) -> list:
+    """`kernel.stmts` in runs: consecutive flat stores over arrays of one size (equal after
+    the kernel's dim checks) form one run, every other statement is a run of its own."""
+    parent: dict = {}
+
+    def find(d):
+        while parent.get(d, d) != d:
+            d = parent[d]
+        return d
+
+    for c in kernel.checks:
+        if isinstance(c, Check):
+            a, b = find(c.a), find(c.b)
+            if a != b:
+                parent[a] = b
+
+    def size_key(v: Value) -> tuple:
+        return tuple(find(d) for d, one in zip(v.dims, v.ones) if not one)
+
+    groups: list = []
+    key = None
+    for s in kernel.stmts:
+        st = w.flat_store(s)
+        k = None if st is None else size_key(st[0])
+        if k is not None and k == key and len(groups[-1]) < MERGE_MAX:
+            groups[-1].append(s)
+        else:
+            groups.append([s])
+        key = k
+    return groups
+
+
 #: one emitter per IR statement kind: (writer, statement, depth)
 STATEMENT_EMITTERS = {
     Loop: _Writer.loop, Reduce: _Writer.reduce, MatMul: _Writer.matmul,
@@ -696,7 +789,11 @@ def generate_function(kernel: Kernel, name: str, vecmath: dict | None = None,
             w.nonzero(c, 1)
         elif isinstance(c, RangeCheck):
             w.range_check(c, 1)
-    for s in kernel.stmts:
+    for group in _flat_groups(w, kernel):
+        if len(group) > 1:
+            w.merged_loop(group, 1)
+            continue
+        s, = group
         emitter = STATEMENT_EMITTERS.get(type(s))
         if emitter is None:  # pragma: no cover
             raise TypeError(f"numba_cpu has no emitter for {type(s).__name__}")

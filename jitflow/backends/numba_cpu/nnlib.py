@@ -32,10 +32,11 @@ __all__ = ["conv2d", "conv2d_input_grad", "conv2d_filter_grad", "depthwise_conv2
 
 _COL_ELEMS = 1 << 18     # elements of one block of im2col patches (1 MiB of float32)
 _OPTIONS = dict(error_model="numpy", fastmath={"contract"}, nogil=True)
+_NO_CFUNC = dict(no_cfunc_wrapper=True)   # called from kernels and Python only
 # compiled once per machine: Numba caches them on disk (jitflow lets it read only private cache
 # files, see cpu._guard_vecmath_caches); an exported module's copy compiles them in memory
 _CACHE = __name__ == "jitflow.backends.numba_cpu.nnlib"
-_jit = numba.njit(cache=_CACHE, **_OPTIONS)
+_jit = numba.njit(cache=_CACHE, **_OPTIONS, **_NO_CFUNC)
 _inline = numba.njit(inline="always", **_OPTIONS)
 
 

@@ -76,7 +76,7 @@ from numba.extending import intrinsic
 __all__ = [
     "exp32", "exp64", "log32", "log64", "tanh32", "tanh64", "sigmoid32", "sigmoid64",
     "log1p32", "log1p64", "expm1_32", "expm1_64", "pow32", "sigmoid32_libm",
-    "sigmoid64_libm", "FUNCS", "HELPERS", "LIBM", "OPS", "JIT_OPTIONS", "CACHE_TOKEN",
+    "sigmoid64_libm", "flat", "FUNCS", "HELPERS", "LIBM", "OPS", "JIT_OPTIONS", "CACHE_TOKEN",
     "use_libm", "helper_name", "call_source", "import_source",
 ]
 
@@ -89,7 +89,9 @@ _helper = numba.njit(inline="always", **JIT_OPTIONS)
 # read only private cache files (see cpu._vecmath_table); an exported module's copy of this
 # file compiles them in memory (it must not write or read files beside itself)
 _CACHE_HELPERS = __name__ == "jitflow.backends.numba_cpu.vecmath"
-_public = numba.njit(forceinline=True, cache=_CACHE_HELPERS, **JIT_OPTIONS)
+# no cfunc wrappers: the helpers are called from kernels (and Python), never as C functions
+_public = numba.njit(forceinline=True, cache=_CACHE_HELPERS, no_cfunc_wrapper=True,
+                     **JIT_OPTIONS)
 
 
 # -- bit casts -----------------------------------------------------------------------------
@@ -121,6 +123,45 @@ def _f64_bits(typingctx, x):
 def _bits_f64(typingctx, i):
     """The float64 whose bits are the int64 `i`."""
     return _bitcast(types.int64, types.float64) if i == types.int64 else None
+
+
+# -- flat views ----------------------------------------------------------------------------
+@intrinsic
+def flat(typingctx, a):
+    """The 1-d view of a C-contiguous array: what `a.reshape(a.size)` gives, without the
+    size checks and helper calls Numba's reshape is lowered to. Generated kernels take one per
+    operand of every flat loop, and each reshape cost ~10 ms of Numba and LLVM time."""
+    if not isinstance(a, types.Array) or a.layout != "C" or a.ndim == 0:
+        return None
+    ret = a.copy(ndim=1, layout="C")
+
+    def codegen(context, builder, signature, args):
+        from numba.core import cgutils
+        from numba.core.imputils import impl_ret_borrowed
+        src = context.make_array(signature.args[0])(context, builder, args[0])
+        dst = context.make_array(signature.return_type)(context, builder)
+        context.populate_array(dst, data=src.data,
+                               shape=cgutils.pack_array(builder, [src.nitems]),
+                               strides=cgutils.pack_array(builder, [src.itemsize]),
+                               itemsize=src.itemsize, meminfo=src.meminfo, parent=src.parent)
+        return impl_ret_borrowed(context, builder, signature.return_type, dst._getvalue())
+
+    return ret(a), codegen
+
+
+def _flat_aliases(lhs, args, alias_map, arg_aliases) -> None:
+    """Numba's dead-code and parfor passes: the result of `flat` is a view of its argument
+    (stores through it are stores into the argument)."""
+    from numba.core import ir_utils
+    ir_utils._add_alias(lhs, args[0].name, alias_map, arg_aliases)
+
+
+def _register_flat_aliases() -> None:
+    from numba.core import ir_utils
+    ir_utils.alias_func_extensions[("flat", __name__)] = _flat_aliases
+
+
+_register_flat_aliases()
 
 
 # -- float32 constants ---------------------------------------------------------------------
@@ -571,7 +612,7 @@ def sigmoid64_libm(x):
 # written out in a kernel is three loops and two temporaries: ~0.1 s of Numba compile time
 # each time. Called here instead it is one line of the kernel, compiled once per machine. Same
 # arithmetic as the inline form: float64 partial sums per column, rows in order.
-_called = numba.njit(cache=_CACHE_HELPERS, **JIT_OPTIONS)
+_called = numba.njit(cache=_CACHE_HELPERS, no_cfunc_wrapper=True, **JIT_OPTIONS)
 
 
 @_called

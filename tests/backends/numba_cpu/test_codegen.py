@@ -118,3 +118,27 @@ def test_reduction_of_math_terms_computes_them_a_chunk_at_a_time():
                                             ).sum() / 2, rtol=1e-6)
         src = sess.inspect(fetches[0], {x: xv})
     assert "c_ = min(128, " in src and "for q in range(c_):" in src, src
+
+
+def test_materialized_elementwise_results_of_one_size_share_one_loop():
+    """Fetched intermediates and an in-place variable update over arrays of one size are one
+    loop over flat views (no reshape), with the results of separate loops."""
+    x = tf.placeholder(tf.float32, [4, 8], name="x")
+    v = tf.Variable(np.ones((4, 8), np.float32), name="v")
+    a = tf.tanh(x)
+    b = a * 2.0
+    c = a + b * v
+    upd = tf.assign_add(v, c)
+    xv = np.linspace(-2, 2, 32).astype(np.float32).reshape(4, 8)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        src = sess.inspect([a, b, c, upd], {x: xv})
+        out = sess.run([a, b, c, upd], {x: xv})
+    assert src.count("for ") == 1, src
+    assert ".reshape(" not in src and "flat(" in src
+    ta = np.tanh(xv)
+    want_c = ta + (ta * 2) * 1.0
+    np.testing.assert_allclose(out[0], ta, rtol=2e-6, atol=2e-6)
+    np.testing.assert_allclose(out[1], ta * 2, rtol=2e-6, atol=2e-6)
+    np.testing.assert_allclose(out[2], want_c, rtol=2e-6, atol=2e-6)
+    np.testing.assert_allclose(out[3], 1.0 + want_c, rtol=2e-6, atol=2e-6)
