@@ -64,6 +64,7 @@ class _Writer:
         # the parallel variant: the outermost loop of element stores and of row reductions is
         # a `numba.prange` (iterations write distinct elements and share no accumulator)
         self.parallel = parallel
+        self.transposed = _shared_transposes(kernel)
 
     def _range(self, par: bool) -> str:
         return "numba.prange" if par and self.parallel else "range"
@@ -311,6 +312,12 @@ class _Writer:
         self.alloc(s.out, depth, s.op)
         a = s.a.name + (".T" if s.ta else "")
         b = s.b.name + (".T" if s.tb else "")
+        shared = self.transposed.get(id(s))
+        if shared is not None:
+            name, first = shared
+            if first:
+                self.emit(depth, f"{name} = np.ascontiguousarray({b})", s.op)
+            b = name
         if s.out.dtype.startswith("float"):
             self.emit(depth, f"np.dot({a}, {b}, {s.out.name})", s.op)
             return
@@ -676,6 +683,28 @@ def _calls_math(e) -> bool:
     if isinstance(e, Apply):
         return fn_calls(e.fn) or any(_calls_math(a) for a in e.args)
     return False
+
+
+def _shared_transposes(kernel: Kernel) -> dict:
+    """id(MatMul) -> (name, first) for float products whose right operand is the transpose of
+    a variable or input that two or more products of the kernel use (between writes to it):
+    the first copies the transpose once into a contiguous `name`, and every one multiplies by
+    it (BLAS's kernels for a transposed right operand are ~1.5x slower on small products, and
+    an RNN's backward kernels multiply by the same transposed weights at every step)."""
+    epoch: dict = {}
+    uses: dict = {}
+    for s in kernel.stmts:
+        if isinstance(s, AssignVar):
+            epoch[s.var.name] = epoch.get(s.var.name, 0) + 1
+        elif (isinstance(s, MatMul) and s.tb and s.out.dtype.startswith("float")
+              and s.b.kind in ("var", "in")):
+            uses.setdefault((s.b.name, epoch.get(s.b.name, 0)), []).append(s)
+    plan = {}
+    for (name, ep), group in uses.items():
+        if len(group) > 1:
+            for i, s in enumerate(group):
+                plan[id(s)] = (f"tr{ep}_{name}", i == 0)
+    return plan
 
 
 def _pairwise(name: str, n: int) -> str:

@@ -142,3 +142,33 @@ def test_materialized_elementwise_results_of_one_size_share_one_loop():
     np.testing.assert_allclose(out[1], ta * 2, rtol=2e-6, atol=2e-6)
     np.testing.assert_allclose(out[2], want_c, rtol=2e-6, atol=2e-6)
     np.testing.assert_allclose(out[3], 1.0 + want_c, rtol=2e-6, atol=2e-6)
+
+
+def test_products_by_one_transposed_weight_share_one_contiguous_copy():
+    """Several products by the transpose of the same weight in one kernel (an RNN's backward
+    steps) multiply by one contiguous copy of it, made once; a write to the weight between
+    products makes a new copy. Values: the interpreter's."""
+    rng = np.random.default_rng(4)
+    w = tf.Variable(rng.standard_normal((5, 5)).astype(np.float32))
+    x = tf.placeholder(tf.float32, [None, 5])
+    h = x
+    for _ in range(3):
+        h = tf.tanh(tf.matmul(h, w, transpose_b=True))
+    with tf.control_dependencies([h]):
+        upd = tf.assign_sub(w, 0.1 * tf.ones([5, 5]))
+    with tf.control_dependencies([upd]):
+        w2 = w.read_value()
+        after = tf.matmul(h, w2, transpose_b=True) + tf.matmul(x, w2, transpose_b=True)
+    feed = {x: rng.standard_normal((3, 5)).astype(np.float32)}
+    results = {}
+    for backend in ("numba", "interpreter"):
+        with tf.Session(backend=backend) as sess:
+            sess.run(w.initializer)
+            results[backend] = sess.run([h, after], feed)
+            if backend == "numba":
+                sess.run(w.initializer)
+                src = sess.inspect([h, after], feed)
+    for got, want in zip(results["numba"], results["interpreter"]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    copies = [ln for ln in src.splitlines() if "np.ascontiguousarray(" in ln]
+    assert len(copies) == 2 and "tr0_" in copies[0] and "tr1_" in copies[1], src
