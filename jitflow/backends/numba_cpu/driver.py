@@ -970,7 +970,10 @@ class Executable:
         with np.errstate(all="ignore"):
             for step in self.steps:
                 if isinstance(step, _Segment):
-                    ins = [_contig(env[t]) for t in step.in_tensors]
+                    # (the arrays earlier kernels returned need no conversion: tested inline,
+                    # a call per input costs more than the check on a step's ~200 inputs)
+                    ins = [a if type(a) is np.ndarray and a.flags.c_contiguous else _contig(a)
+                           for a in map(env.__getitem__, step.in_tensors)]
                     bufs = []
                     for v in step.var_ops:
                         b = ctx.read_var(v)
