@@ -507,8 +507,14 @@ class _Writer:
         cols = " * ".join(_dim(s.dims[k]) for k in range(len(s.ones)) if k not in axes)
         lib = self.library()
         self.alloc(out, depth, op)
-        self.emit(depth, f"{lib}.colsum({v.name}.reshape(({rows}, {cols})), "
-                         f"{out.name}.reshape({cols}), {how == 'mean'})", op)
+        # the operand as (rows, cols) and the output as (cols,): no reshape where they are
+        # that already, the output's flat view otherwise (each reshape costs ~8 ms of
+        # Numba and LLVM time)
+        src = v.name if v.rank == 2 and len(axes) == 1 else \
+            f"{v.name}.reshape(({rows}, {cols}))"
+        dst = out.name if out.rank == 1 else f"{lib}.flat({out.name})" if out.rank else \
+            f"{out.name}.reshape({cols})"
+        self.emit(depth, f"{lib}.colsum({src}, {dst}, {how == 'mean'})", op)
         return True
 
     def reduce(self, s: Reduce, depth: int) -> None:
