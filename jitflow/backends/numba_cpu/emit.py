@@ -45,11 +45,33 @@ _POISON = {"float32": "np.nan", "float64": "np.nan", "bool": "True", "int8": "-8
            "uint64": "12297829382473034410"}
 
 
-def empty_text(dims, dtype: str) -> str:
-    """Source of a new uninitialized array (poisoned under JITFLOW_POISON=1)."""
+def _nonnegative(d) -> bool:
+    """Whether symbolic dim `d` is never negative by construction (an input's or variable's
+    size, a non-negative constant, a clamped window or slice length, a product of those)."""
+    if d == 1:
+        return True
+    k = d[0]
+    if k == "const":
+        return d[1] >= 0
+    if k in ("in", "var", "slen"):
+        return True
+    if k == "window":
+        return not d[5] or _nonnegative(d[1])
+    if k == "prod":
+        return all(_nonnegative(x) for x in d[1])
+    return False
+
+
+def empty_text(dims, dtype: str, lib: str = "") -> str:
+    """Source of a new uninitialized array (poisoned under JITFLOW_POISON=1). With `lib`
+    (vecmath's name in the kernel) and dims that cannot be negative, the library's `empty`:
+    one inline allocation, without np.empty's checks and calls (each np.empty costs ~1 ms
+    more of Numba and LLVM time, and each distinct signature ~70 ms)."""
     shape = "(" + "".join(_dim(d) + ", " for d in dims) + ")"
     if poison_enabled():
         return f"np.full({shape}, {_POISON.get(dtype, '0')}, {_np(dtype)})"
+    if lib and all(_nonnegative(d) for d in dims):
+        return f"{lib}.empty({shape}, {_np(dtype)})"
     return f"np.empty({shape}, {_np(dtype)})"
 
 
@@ -175,7 +197,13 @@ class _Writer:
     def alloc(self, v: Value, depth: int, op: int) -> None:
         """`v = np.empty(shape, dtype)`; under JITFLOW_POISON=1 filled with NaN (floats) or a
         sentinel (integers), so that a read of an element the kernel never wrote shows."""
-        self.emit(depth, f"{v.name} = {empty_text(v.dims, v.dtype)}", op)
+        self.emit(depth, f"{v.name} = {empty_text(v.dims, v.dtype, self.library())}", op)
+
+    def scratch(self, n: int, dtype: str) -> str:
+        """Source of a new uninitialized 1-d scratch array of `n` elements (never poisoned:
+        every element is written before it is read)."""
+        lib = self.library()
+        return f"{lib}.empty(({n},), {_np(dtype)})" if lib else f"np.empty({n}, {_np(dtype)})"
 
     def element_check(self, v: Value, bad: str, depth: int, op: int, what: str) -> None:
         """Raise the kernel's check error if any element `q` of `v` makes `bad` true (run
@@ -346,7 +374,8 @@ class _Writer:
             if o is not None and o.rank == 0:
                 # a rank-0 loss (rank-1 logits) is a local scalar: fill a 1-element row buffer
                 scalar_loss = o
-                self.emit(depth, f"m1_{o.name} = {empty_text((('const', 1),), o.dtype)}", op)
+                one = empty_text((('const', 1),), o.dtype, self.library())
+                self.emit(depth, f"m1_{o.name} = {one}", op)
                 views.append(("loss", o))
             elif o is not None:
                 self.alloc(o, depth, op)
@@ -485,8 +514,14 @@ class _Writer:
         cols = " * ".join(_dim(s.dims[k]) for k in range(len(s.ones)) if k not in axes)
         lib = self.library()
         self.alloc(out, depth, op)
-        self.emit(depth, f"{lib}.colsum({v.name}.reshape(({rows}, {cols})), "
-                         f"{out.name}.reshape({cols}), {how == 'mean'})", op)
+        # the operand as (rows, cols) and the output as (cols,): no reshape where they are
+        # that already, the output's flat view otherwise (each reshape costs ~8 ms of
+        # Numba and LLVM time)
+        src = v.name if v.rank == 2 and len(axes) == 1 else \
+            f"{v.name}.reshape(({rows}, {cols}))"
+        dst = out.name if out.rank == 1 else f"{lib}.flat({out.name})" if out.rank else \
+            f"{out.name}.reshape({cols})"
+        self.emit(depth, f"{lib}.colsum({src}, {dst}, {how == 'mean'})", op)
         return True
 
     def reduce(self, s: Reduce, depth: int) -> None:
@@ -562,9 +597,9 @@ class _Writer:
                 # partial sums in _LANES lanes along the innermost axis: independent add chains
                 # (a sequential float sum runs at one add's latency per element); the terms
                 # are computed a chunk at a time into a buffer, a loop the vectorizer takes
-                self.emit(depth, f"l{acc} = np.empty({_LANES}, {_np(accdt)})", op)
+                self.emit(depth, f"l{acc} = {self.scratch(_LANES, accdt)}", op)
                 if _calls_math(s.expr):
-                    self.emit(depth, f"b{acc} = np.empty({_CHUNK}, {_np(accdt)})", op)
+                    self.emit(depth, f"b{acc} = {self.scratch(_CHUNK, accdt)}", op)
             idx_k, d2 = self.open_loops(s.dims, s.ones, depth, op, skip=axes, par=par)
             if par:
                 strides, lin = "1", []
@@ -574,13 +609,13 @@ class _Writer:
                         f"{strides} * {_dim(s.dims[k])}"
                 self.emit(d2, f"o{out.name} = {' + '.join(reversed(lin))}", op)
                 if split:
-                    self.emit(d2, f"l{acc} = np.empty({_LANES}, {_np(accdt)})", op)
+                    self.emit(d2, f"l{acc} = {self.scratch(_LANES, accdt)}", op)
                     if _calls_math(s.expr):
-                        self.emit(d2, f"b{acc} = np.empty({_CHUNK}, {_np(accdt)})", op)
+                        self.emit(d2, f"b{acc} = {self.scratch(_CHUNK, accdt)}", op)
             constant = _exact_constant(s.expr, how)
             if constant:
                 # the sum of a constant (a gradient's count of elements): c * count, exact
-                self.emit(d2, f"{acc} = {_lit(s.expr.value, accdt)} * ({cnt})", op)
+                self.emit(d2, f"{acc} = {_lit(_constant_value(s.expr), accdt)} * ({cnt})", op)
                 red = []
             else:
                 self.emit(d2, f"{acc} = {init}", op)
@@ -729,13 +764,32 @@ def _column_sum_operand(s: Reduce, how: str, axes: set):
     return v if v.dtype in ("float32", "float64") else None
 
 
+def _constant_value(e):
+    """The value of the constant term `e`: a literal, or an op whose scalar expression is one
+    number or passes through a constant operand (a gradient's BroadcastLike of 1); else
+    None. Casts only to floats (an integer cast could wrap)."""
+    if isinstance(e, Lit):
+        return None if e.dtype == "bool" else e.value
+    if not isinstance(e, Apply) or e.dtype == "bool" or (
+            e.cast and not e.dtype.startswith("float")):
+        return None
+    if isinstance(e.fn, Const):
+        v = e.fn.value
+        return None if isinstance(v, bool) else v
+    if isinstance(e.fn, Arg):
+        return _constant_value(e.args[e.fn.index])
+    return None
+
+
 def _exact_constant(e, how: str) -> bool:
-    """A sum or mean of the literal `e`, whose sum is exact in the accumulator (a small
-    integer value): computed as value * count instead of by a loop."""
-    if how not in ("sum", "mean") or not isinstance(e, Lit) or e.dtype == "bool":
+    """A sum or mean of the constant `e` (see _constant_value), whose sum is exact in the
+    accumulator (a small integer value, non-negative for unsigned types): computed as
+    value * count instead of by a loop (a split sum is 5 loops, ~0.1 s of compile time)."""
+    v = _constant_value(e)
+    if how not in ("sum", "mean") or v is None:
         return False
-    v = float(e.value)
-    return v.is_integer() and abs(v) <= 2 ** 20
+    v = float(v)
+    return v.is_integer() and abs(v) <= 2 ** 20 and not (v < 0 and e.dtype.startswith("u"))
 
 
 _TEMP = re.compile(r"t\d+$")

@@ -418,3 +418,25 @@ def test_helper_names_known_without_numba_match_the_helpers():
     from jitflow.compiler import vecmath, vecmath_names
     assert vecmath_names.HELPERS == vecmath.HELPERS
     assert vecmath_names.cache_token() == vecmath.CACHE_TOKEN
+
+
+def test_empty_allocates_c_contiguous_arrays_of_any_rank():
+    """`empty`: np.empty's array (shape, dtype, C strides, owned data) for tuples of any
+    length, including rank 0 and zero-size dims."""
+    @numba.njit
+    def make(n, m):
+        a = vm.empty((n, m, 3), np.float32)
+        b = vm.empty((), np.int64)
+        c = vm.empty((n * 0,), np.bool_)
+        d = vm.empty((m,), np.float64)
+        a[:] = 1.5
+        b[()] = 7
+        d[:] = 2.0
+        return a, b, c, d
+
+    a, b, c, d = make(4, 5)
+    assert a.shape == (4, 5, 3) and a.dtype == np.float32 and a.flags.c_contiguous
+    assert a.strides == (60, 12, 4)
+    assert (a == 1.5).all() and b.shape == () and b.dtype == np.int64 and b[()] == 7
+    assert c.shape == (0,) and c.dtype == np.bool_
+    assert d.shape == (5,) and d.strides == (8,) and (d == 2.0).all()
