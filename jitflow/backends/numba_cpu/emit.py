@@ -86,7 +86,7 @@ class _Writer:
         # the parallel variant: the outermost loop of element stores and of row reductions is
         # a `numba.prange` (iterations write distinct elements and share no accumulator)
         self.parallel = parallel
-        self.transposed = _shared_transposes(kernel)
+        self.transposed = _shared_transposes(kernel) if kernel is not None else {}
 
     def _range(self, par: bool) -> str:
         return "numba.prange" if par and self.parallel else "range"
