@@ -57,7 +57,8 @@ def test_matches_tensorflow(num_true, rah, strategy):
             np.testing.assert_allclose(h, w, rtol=2e-5, atol=2e-5)
 
 
-@pytest.mark.parametrize("num_true,rah,strategy", CASES[:4])
+# both strategies and both accidental-hit settings (the TensorFlow test above runs all CASES)
+@pytest.mark.parametrize("num_true,rah,strategy", [(1, False, "div"), (1, True, "mod")])
 def test_backends_agree(num_true, rah, strategy):
     res = {}
     for backend in ("interpreter", "numba"):
