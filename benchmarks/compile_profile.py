@@ -144,21 +144,10 @@ def build(case: str):
         loss = cs.forward(tf, x, ws, steps, True)
         fetch = [loss, tf.train.AdamOptimizer(1e-3).minimize(loss)] if train else loss
         feed = {x: xv}
-    elif case == "rnn":   # as benchmarks/rnn_first_step.py
-        t_steps, hidden, batch, width = 20, 128, 32, 64
-        rng = np.random.default_rng(0)
-        x = tf.placeholder(tf.float32, [None, t_steps, width])
-        y = tf.placeholder(tf.float32, [None, hidden])
-        wx = tf.Variable(rng.standard_normal((width, hidden)).astype(np.float32) * 0.1)
-        wh = tf.Variable(rng.standard_normal((hidden, hidden)).astype(np.float32) * 0.1)
-        b = tf.Variable(np.zeros(hidden, np.float32))
-        h = tf.zeros([tf.shape(x)[0], hidden])
-        for x_t in tf.unstack(x, axis=1):
-            h = tf.tanh(tf.matmul(x_t, wx) + tf.matmul(h, wh) + b)
-        loss = tf.reduce_mean(tf.square(h - y))
-        fetch = [loss, tf.train.AdamOptimizer(1e-3).minimize(loss)]
-        feed = {x: rng.standard_normal((batch, t_steps, width)).astype(np.float32),
-                y: rng.standard_normal((batch, hidden)).astype(np.float32)}
+    elif case == "rnn":   # the graph of benchmarks/rnn_first_step.py
+        from benchmarks.rnn_first_step import build
+        loss, train, feed = build(tf, np)
+        fetch = [loss, train]
     elif case == "cnn":   # as benchmarks/model_cases.py, batch 32
         from benchmarks import model_cases as mc
         d = mc.cnn_data(32)(np.random.default_rng(0))

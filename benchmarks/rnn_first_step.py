@@ -15,20 +15,8 @@ import tempfile
 import time
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mode", default="background", choices=["background", "thread", "sync"])
-    ap.add_argument("--steps", type=int, default=20)
-    args = ap.parse_args(argv)
-    os.environ["JITFLOW_COMPILE"] = args.mode
-    os.environ.setdefault("JITFLOW_CACHE_DIR", tempfile.mkdtemp(prefix="jitflow-rnn-"))
-    import numpy as np
-    from tqdm import tqdm
-
-    import jitflow as tf
-    from jitflow.compiler import background
-    from jitflow.compiler.cpu import STATS
-    t_steps, hidden, batch, width = args.steps, 128, 32, 64
+def build(tf, np, t_steps: int = 20, hidden: int = 128, batch: int = 32, width: int = 64):
+    """The unrolled RNN's (loss, Adam train op, feed) in the default graph of `tf`."""
     rng = np.random.default_rng(0)
     x = tf.placeholder(tf.float32, [None, t_steps, width])
     y = tf.placeholder(tf.float32, [None, hidden])
@@ -42,6 +30,23 @@ def main(argv=None) -> int:
     train = tf.train.AdamOptimizer(1e-3).minimize(loss)
     feed = {x: rng.standard_normal((batch, t_steps, width)).astype(np.float32),
             y: rng.standard_normal((batch, hidden)).astype(np.float32)}
+    return loss, train, feed
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mode", default="background", choices=["background", "thread", "sync"])
+    ap.add_argument("--steps", type=int, default=20)
+    args = ap.parse_args(argv)
+    os.environ["JITFLOW_COMPILE"] = args.mode
+    os.environ.setdefault("JITFLOW_CACHE_DIR", tempfile.mkdtemp(prefix="jitflow-rnn-"))
+    import numpy as np
+    from tqdm import tqdm
+
+    import jitflow as tf
+    from jitflow.compiler import background
+    from jitflow.compiler.cpu import STATS
+    loss, train, feed = build(tf, np, args.steps)
     sess = tf.Session()
     sess.run(tf.global_variables_initializer())
     t0, c0 = time.perf_counter(), time.process_time()
