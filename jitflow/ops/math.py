@@ -528,16 +528,20 @@ def _sign_grad(op, g):
 # The gradients of Sqrt, Rsqrt and Reciprocal are ops of their own, as in TF: written in terms
 # of the forward output y and the incoming gradient dy, and 0 wherever dy is 0 (so a zero
 # gradient stays zero where y is 0, inf or nan, as TF's kernels give it)
+def _y_dy(op_type: str, y, dy):
+    return make_op(op_type, [y, dy], name=op_type).outputs[0]
+
+
 def _sqrt_grad(op, g):
-    return [make_op("SqrtGrad", [op.outputs[0], g], name="SqrtGrad").outputs[0]]
+    return [_y_dy("SqrtGrad", op.outputs[0], g)]
 
 
 def _rsqrt_grad(op, g):
-    return [make_op("RsqrtGrad", [op.outputs[0], g], name="RsqrtGrad").outputs[0]]
+    return [_y_dy("RsqrtGrad", op.outputs[0], g)]
 
 
 def _reciprocal_grad(op, g):
-    return [make_op("ReciprocalGrad", [op.outputs[0], g], name="ReciprocalGrad").outputs[0]]
+    return [_y_dy("ReciprocalGrad", op.outputs[0], g)]
 
 
 def _y_dy_ref(fn):
@@ -560,20 +564,18 @@ def _sqrt_grad_grad(op, g):
 def _rsqrt_grad_grad(op, g):
     # out = -0.5 * dy * y^3: d/dy_ = -1.5 * g * dy * y^2, d/d(dy) = RsqrtGrad(y, g)
     y, dy = op.inputs
-    return [scalar_like(-1.5, y) * g * dy * (y * y),
-            make_op("RsqrtGrad", [y, g], name="RsqrtGrad").outputs[0]]
+    return [scalar_like(-1.5, y) * g * dy * (y * y), _y_dy("RsqrtGrad", y, g)]
 
 
 def _reciprocal_grad_grad(op, g):
     # out = -dy * y^2: d/dy_ = -2 * g * dy * y, d/d(dy) = ReciprocalGrad(y, g)
     y, dy = op.inputs
-    return [scalar_like(-2, y) * g * dy * y,
-            make_op("ReciprocalGrad", [y, g], name="ReciprocalGrad").outputs[0]]
+    return [scalar_like(-2, y) * g * dy * y, _y_dy("ReciprocalGrad", y, g)]
 
 
 def _y_dy_examples(op_type: str, expect, domain: str) -> list:
     def build(y, dy):
-        return make_op(op_type, [y, dy], name=op_type).outputs[0]
+        return _y_dy(op_type, y, dy)
     return [Example(build, [(2, 3), (2, 3)], expect, ("float32", "float64"), domain,
                     id="same"),
             # dy == 0 where y is 0 (0/0, 0*inf): 0, not nan
