@@ -90,15 +90,54 @@ def split(ops: list, above: int = None, window: int = None) -> list:
     for k, chunk in enumerate(chunks):
         for op in chunk:
             owner[op] = k
+    shape_like = _shape_computations(ops)
     out = []
     for k, chunk in enumerate(chunks):
-        local = set(chunk)
-        extra = []
-        for op in chunk:
-            for t in op.inputs:
-                src = t.op
-                if (src.type == "Const" and src not in local and owner.get(src, k) < k
-                        and src not in extra):
+        out.append(_repeated(chunk, k, owner, shape_like) + chunk)
+    return out
+
+
+def _repeated(chunk: list, k: int, owner: dict, shape_like: set) -> list:
+    """The constants and shape computations of earlier chunks that chunk `k` reads, with the
+    ones they read in turn, in graph order."""
+    local = set(chunk)
+    extra: list = []
+    seen: set = set()
+    for op in chunk:
+        for t in op.inputs:
+            # depth-first, producers before their readers
+            stack = [(t.op, False)]
+            while stack:
+                src, done = stack.pop()
+                if done:
                     extra.append(src)
-        out.append(extra + chunk)
+                    continue
+                if src in local or src in seen or owner.get(src, k) >= k:
+                    continue
+                if src.type != "Const" and src not in shape_like:
+                    continue
+                seen.add(src)
+                stack.append((src, True))
+                stack.extend((u.op, False) for u in reversed(src.inputs))
+    return extra
+
+
+# ops that compute integer shape values from other shapes: repeated in a chunk that reads them
+# (as constants are), so `tf.zeros([tf.shape(x)[0], n])` or a reshape to a computed shape
+# lowers with dims known symbolically even when a cut falls between the shape and its use
+_SHAPE_SOURCES = frozenset({"Shape", "Size", "Rank"})
+_SHAPE_ARITH = frozenset({"StridedSlice", "Slice", "Pack", "ConcatV2", "Concat", "Cast",
+                          "Add", "AddV2", "Sub", "Mul", "FloorDiv", "Maximum", "Minimum",
+                          "Prod", "Sum", "Reshape", "ExpandDims", "Squeeze", "Identity"})
+
+
+def _shape_computations(ops) -> set:
+    out: set = set()
+    for op in ops:
+        if op.type in _SHAPE_SOURCES:
+            out.add(op)
+        elif (op.type in _SHAPE_ARITH and op.outputs
+              and all(t.dtype.name in ("int32", "int64") for t in op.outputs)
+              and all(t.op.type == "Const" or t.op in out for t in op.inputs)):
+            out.add(op)
     return out

@@ -69,6 +69,23 @@ def test_cuts_do_not_depend_on_what_comes_long_before():
     assert sa == sb
 
 
+def test_a_chunk_reading_a_computed_shape_repeats_its_computation():
+    x = tf.placeholder(tf.float32, [None, 3])
+    n = tf.shape(x)[0]
+    h = x
+    for _ in range(12):
+        h = tf.exp(h) * 0.5
+    z = tf.zeros(tf.stack([n, 3])) + h
+    ops = [op for op in tf.get_default_graph().get_operations() if op.type != "Placeholder"]
+    chunks = partition.split(ops, above=4, window=4)
+    fill = next(c for c in chunks if z.op.inputs[0].op in c)
+    types = [op.type for op in fill]
+    # the Fill's chunk computes the shape itself (Shape, StridedSlice, Pack), so its dims lower
+    # symbolically rather than arriving as a runtime value
+    assert {"Shape", "StridedSlice", "Pack", "Fill"} <= set(types), types
+    assert chunks[0][0].type == "Shape" and types.count("Shape") == 1
+
+
 def _kernels(sess) -> list:
     """(segments, distinct compiled kernels) of every executable of `sess`."""
     segs, fns = 0, set()
@@ -328,3 +345,99 @@ def test_background_mode_has_a_helper_process_compile_into_the_disk_cache(tmp_pa
     # this process loaded the kernel the helper compiled: a cache hit, no compile here
     assert STATS["compiles"] == compiles and STATS["numba_cache_hits"] == hits + 1
     assert list(tmp_path.glob("__pycache__/*.nbi"))
+
+
+# -- the warm path of split plans (driver.py `_Chain`) ------------------------------------------
+def _count_chain_runs(monkeypatch) -> list:
+    from jitflow.backends.numba_cpu import driver
+    calls = []
+    real = driver._Chain.run
+
+    def counting(self, feed_values, state):
+        try:
+            out = real(self, feed_values, state)
+        except Exception as e:
+            calls.append(type(e).__name__)
+            raise
+        calls.append(out is not None)
+        return out
+
+    monkeypatch.setattr(driver._Chain, "run", counting)
+    return calls
+
+
+def _trajectory(backend: str, steps: int, reload_at: int = -1) -> list:
+    tf.reset_default_graph()
+    fetch, feed = _rnn(6, train=True)
+    w = tf.trainable_variables()[1]
+    out = []
+    with tf.Session(backend=backend) as sess:
+        sess.run(tf.global_variables_initializer())
+        for k in range(steps):
+            if k == reload_at:   # a new buffer for one variable: the chain must notice
+                w.load(np.full(w.shape.as_list(), 0.05, np.float32), sess)
+            out.append(sess.run(fetch, feed)[0])
+        out.append(sess.run(tf.trainable_variables()))
+    return out
+
+
+def test_warm_split_training_steps_take_the_chain_and_follow_the_interpreter(small_kernels,
+                                                                             monkeypatch):
+    calls = _count_chain_runs(monkeypatch)
+    with warnings.catch_warnings():
+        # every chunk compiles, the one making zeros of tf.shape(x)[0] rows included
+        warnings.simplefilter("error", RuntimeWarning)
+        got = _trajectory("numba", 6, reload_at=4)
+    assert_same_result(got, _trajectory("interpreter", 6, reload_at=4), 1e-5, 1e-6)
+    # runs 1-2 take the general path (copies, then in place and recorded); 3 and 4 the chain;
+    # after the reload the buffers differ: 5 falls back and re-records, 6 takes the chain
+    assert calls == [True, True, False, True], calls
+
+
+def test_the_chain_keeps_rank0_fetch_types_and_falls_back_for_other_feed_kinds(small_kernels,
+                                                                              monkeypatch):
+    calls = _count_chain_runs(monkeypatch)
+    x = tf.placeholder(tf.float32, [None, 4])
+    h = x
+    for k in range(12):
+        h = tf.tanh(h * (0.5 + 0.1 * k) + 0.1)
+    total = tf.reduce_sum(h)
+    fetches = [total, h, x]
+    xv = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    with tf.Session(backend="interpreter") as sess:
+        want = sess.run(fetches, {x: xv})
+    ro = xv.copy()
+    ro.setflags(write=False)
+    with tf.Session() as sess:
+        for feed in (xv, xv, xv.copy(), ro, xv):
+            got = sess.run(fetches, {x: feed})
+            assert_same_result(got, want, 1e-6, 1e-6)
+            assert type(got[0]) is np.float32
+    # a forward plan records on its first run; the read-only feed is another kind of argument:
+    # the general path runs it and records a chain for it, which the next writable feed
+    # cannot take either
+    assert calls == [True, True, False, False], calls
+
+
+def test_a_failing_check_on_the_chain_raises_tf1s_error_and_the_next_run_recovers(small_kernels,
+                                                                           monkeypatch):
+    calls = _count_chain_runs(monkeypatch)
+    x = tf.placeholder(tf.float32, [None, 3])
+    idx = tf.placeholder(tf.int32, [2])
+    h = x
+    for _ in range(10):
+        h = tf.sin(h) + 0.5 * h
+    y = tf.gather(h, idx)
+    for _ in range(10):
+        y = tf.cos(y) * 0.5 - y
+    xv = np.arange(12, dtype=np.float32).reshape(4, 3) / 12
+    with tf.Session(backend="interpreter") as sess:
+        want = sess.run(y, {x: xv, idx: [3, 1]})
+    with tf.Session() as sess:
+        for _ in range(2):
+            assert_same_result(sess.run(y, {x: xv, idx: [3, 1]}), want, 1e-6, 1e-6)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="GatherV2|indices"):
+            sess.run(y, {x: xv, idx: [4, 1]})
+        assert_same_result(sess.run(y, {x: xv, idx: [3, 1]}), want, 1e-6, 1e-6)
+    # the chain met the bad index; the general path then gave TF1's error
+    assert calls == [True, "_CheckFailed", True], calls

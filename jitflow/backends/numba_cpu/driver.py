@@ -626,6 +626,10 @@ class Executable:
         self.var_ops = vars_
         self.all_native = all(isinstance(s, _Segment) for s in self.steps)
         self._in_place_keys: set = set()   # input shapes whose runs write variables in place
+        # the warm path of split plans (see `_Chain`): one per input shapes, made after a run
+        # in which every step was a native kernel; False when the plan cannot have one
+        self._chains = {} if (self.all_native and not self.single and not self.pre
+                              and not self.post and self.debug < 2) else False
         self.extra_vars = [v for v in plan.variables if v not in vars_]
         self.written = [v for v in vars_ if v in written]
         self.exact: dict = {}
@@ -957,11 +961,21 @@ class Executable:
         # `_note_in_place`); otherwise the kernels write copies, committed at the end, so a
         # failing run changes nothing.
         shape_key = None
-        if self.all_native and self.written:
+        if self.all_native and (self.written or self._chains is not False):
             state = store.values
             shape_key = tuple([np.shape(a) for a in feed_values]
                               + [np.shape(state[v]) for v in self.var_ops])
         in_place = shape_key is not None and shape_key in self._in_place_keys
+        # a chain runs only where the general path would write in place (or writes nothing)
+        record = None
+        if self._chains is not False and shape_key is not None and (in_place
+                                                                   or not self.written):
+            chain = self._chains.get(shape_key)
+            if chain is not None:
+                res = chain.run(feed_values, store.values)
+                if res is not None:
+                    return res
+            record = []   # (again, when the chain could not take this run)
         if not in_place:
             for v in self.written:
                 ctx.pending[v] = np.array(store.values[v], copy=True)
@@ -998,6 +1012,8 @@ class Executable:
                         continue
                     if native is not None:
                         native.append((step, c))
+                    if record is not None:
+                        record.append((c, ins, bufs, out))
                     for t, v in zip(step.out_tensors, _convert(c, out)):
                         if t not in env:
                             env[t] = v
@@ -1014,6 +1030,12 @@ class Executable:
         ctx.commit()
         if shape_key is not None and not in_place and native:
             self._note_in_place(shape_key, native)
+        if record is not None and native:
+            chain = _Chain.make(self, feed_values, store.values, record)
+            if chain is not None:
+                if len(self._chains) >= _MAX_EXACT:
+                    self._chains.clear()
+                self._chains[shape_key] = chain
         if self.debug >= 2:
             n_native = sum(isinstance(s, _Segment) for s in self.steps)
             _debug(f"run {len(self.steps)} steps ({n_native} native): "
@@ -1232,6 +1254,127 @@ class Executable:
                     if isinstance(c, _Compiled) and not c.broken:
                         out.append((s, c))
         return out
+
+
+class _Chain:
+    """The warm path of a split plan for one set of input shapes: each segment's native entry
+    point called in plan order on a flat list of values (the feeds, then every kernel's
+    results), with none of the general driver's per-step work.
+
+    Made from a run of the general path in which every step was a native kernel and
+    variables were written in place (or none were): it records where each kernel input came
+    from and which variable buffers the kernels took. A later run with the same input shapes
+    takes the chain when the session still holds those buffers and the feeds the kernels read
+    are arrays of the recorded kinds; anything else returns None and the general path runs.
+    Kernels whose operands are large enough for a parallel variant keep the general path.
+    """
+
+    __slots__ = ("segs", "feed_checks", "var_checks", "fetches")
+
+    @classmethod
+    def make(cls, ex: "Executable", feed_values, state, record) -> Optional["_Chain"]:
+        if len(record) != sum(isinstance(s, _Segment) for s in ex.steps):
+            return None
+        plan = ex.plan
+        slot: dict = {t: i for i, t in enumerate(plan.feeds)}
+        made: list = [None] * len(feed_values)   # slot -> (kernel output converted to 0-d)
+        vals = list(feed_values)
+        segs = []
+        used_feeds = set()
+        many = threads() > 1 and parallel_min()
+        for (c, ins, bufs, out), step in zip(record, [s for s in ex.steps
+                                                      if isinstance(s, _Segment)]):
+            if c.par_source is not None and many and (
+                    any(a.size >= many for a in ins) or any(b.size >= many for b in bufs)):
+                return None
+            if type(out) is not tuple or len(out) != len(step.out_tensors):
+                return None
+            in_slots = []
+            for t, a in zip(step.in_tensors, ins):
+                i = slot.get(t)
+                if i is None:
+                    return None
+                v = vals[i]
+                if made[i] is not None:   # a rank-0 result: the 0-d array the kernel took
+                    if not (type(a) is np.ndarray and a.ndim == 0 and a.dtype == v.dtype):
+                        return None
+                elif a is not v:
+                    return None
+                if i < len(feed_values):
+                    used_feeds.add(i)
+                in_slots.append(i)
+            order = c.var_order
+            vs = tuple(bufs) if order is None else tuple([bufs[i] for i in order])
+            ct = tuple([v for _, v in c.consts])
+            args = tuple(ins) + ct
+            ep = _entry_point(c.fn, (args, vs))
+            if ep is c.fn:
+                return None
+            conv = dict(c.conv_items)
+            base = len(vals)
+            for k, (t, r) in enumerate(zip(step.out_tensors, out)):
+                f = conv.get(k)
+                vals.append(r if f is None else np.asarray(f(r)))
+                made.append(f)
+                slot.setdefault(t, base + k)
+            segs.append((ep, tuple(in_slots), ct, vs, tuple(conv.items()),
+                         step.ops))
+        fetches = []
+        for kind, x in ex.fetch_src:
+            if kind == 0:
+                fetches.append((0, x))
+            elif kind == 1:
+                fetches.append((1, x))
+            elif kind == 3 and x in slot:
+                i = slot[x]
+                fetches.append((2 if made[i] is not None else 0, i))
+            else:
+                return None
+        self = cls()
+        self.segs = segs
+        self.feed_checks = tuple((i, feed_values[i].dtype, feed_values[i].flags.writeable)
+                                 for i in sorted(used_feeds))
+        if not all(type(feed_values[i]) is np.ndarray for i, _, _ in self.feed_checks):
+            return None
+        self.var_checks = tuple((v, state[v]) for v in ex.var_ops)
+        self.fetches = fetches
+        return self
+
+    def run(self, feed_values, state):
+        """The run's results, or None when this run must take the general path."""
+        for v, b in self.var_checks:
+            if state.get(v) is not b:
+                return None
+        for i, dt, w in self.feed_checks:
+            a = feed_values[i]
+            if (type(a) is not np.ndarray or a.dtype != dt or not a.flags.c_contiguous
+                    or a.flags.writeable != w or not a.flags.aligned):
+                return None
+        vals = list(feed_values)
+        with np.errstate(all="ignore"):
+            for ep, in_slots, ct, vs, conv, ops in self.segs:
+                try:
+                    out = ep(tuple([vals[i] for i in in_slots]) + ct, vs)
+                except ValueError as e:
+                    msg = str(e)
+                    if msg.startswith(ERROR_PREFIX):
+                        _, idx, what = msg.split(":", 2)
+                        raise _CheckFailed(ops[int(idx)], what) from None
+                    raise
+                if conv:
+                    out = list(out)
+                    for k, f in conv:
+                        out[k] = np.asarray(f(out[k]))
+                vals.extend(out)
+        res = []
+        for kind, x in self.fetches:
+            if kind == 0:
+                res.append(vals[x])
+            elif kind == 2:
+                res.append(vals[x][()])
+            else:
+                res.append(np.array(state[x], copy=True))
+        return res
 
 
 def _describe(self, feed_values, store) -> str:
