@@ -1279,7 +1279,7 @@ def build(kernel: Kernel, key=None):
     addr = compile_ir(text, name)
     cfn = _CFN(addr)
     errors = {i + 1: f"{ERROR_PREFIX}{op}:{what}" for i, (op, what) in enumerate(g.errors)}
-    env = {"_np": np, "_fn": cfn, "_ERRORS": errors, "_LITS": lits, "min": min, "max": max}
+    env = {"_np": np, "np": np, "_fn": cfn, "_ERRORS": errors, "_LITS": lits, "min": min, "max": max}
     exec(compile(src, "<jitflow tier-1 wrapper>", "exec"), env)
     fn = env["kernel"]
     fn.llvm_ir = text
