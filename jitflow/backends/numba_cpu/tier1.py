@@ -1066,7 +1066,109 @@ class _Gen:
         self.loops(s.dims, s.ones, per_output, skip=axes)
 
     def s_row(self, s: RowOp) -> None:
-        raise Unsupported("RowOp")
+        """Softmax-family ops, per row of the last axis: max, sum of exps (float64), then the
+        outputs (emit.py's _row_body, step for step)."""
+        x, how = s.x, s.how
+        dt = x.dtype
+        if dt not in _FLOATS or how not in ("softmax", "log_softmax", "xent", "sparse_xent"):
+            raise Unsupported(f"RowOp {how} of {dt}")
+        for o in s.outs:
+            if o is not None:
+                _check_dtype(o.dtype)
+        if s.labels is not None:
+            _check_dtype(s.labels.dtype)
+            if how == "sparse_xent" and s.labels.dtype not in _INTS:
+                raise Unsupported("sparse labels not integers")
+            if how == "xent" and s.labels.dtype != dt:
+                raise Unsupported("labels of another dtype")
+        ft = _FLOATS[dt]
+        c = "1" if x.ones[-1] else self.dim(x.dims[-1])
+        rows = "1"
+        for d, one in zip(x.dims[:-1], x.ones[:-1]):
+            if not one:
+                dd = self.dim(d)
+                rows = dd if rows == "1" else self.op(f"mul i64 {rows}, {dd}")
+        mv, sv, acc = self.alloca(ft), self.alloca("double"), self.alloca("double")
+        zero = _V(_fconst(0.0, dt), dt)
+        outs = list(s.outs)
+
+        def row(r):
+            base = self.op(f"mul i64 {r}, {c}")
+            at = lambda j: self.op(f"add i64 {base}, {j}")   # noqa: E731
+            self.e(f"store {ft} {_fconst(-math.inf, dt)}, ptr {mv}")
+
+            def mx(j):
+                xv = self.load_at(x, at(j))
+                m = _V(self.op(f"load {ft}, ptr {mv}"), dt)
+                gt = self.cmp("gt", xv, m)
+                self.if_then(gt.t, lambda: self.e(f"store {ft} {xv.t}, ptr {mv}"))
+            self.loop(c, mx)
+            m0 = _V(self.op(f"load {ft}, ptr {mv}"), dt)
+            fin = self.call_op("isfinite", [m0], dt, dt)
+            m = self.select(fin.t, m0, zero)
+            self.e("store double 0.0, ptr " + sv)
+
+            def sm(j):
+                e = self.fmath("exp", self.arith("sub", self.load_at(x, at(j)), m))
+                cur = _V(self.op(f"load double, ptr {sv}"), "float64")
+                self.e(f"store double {self.arith('add', cur, self.conv(e, 'float64')).t}, "
+                       f"ptr {sv}")
+            self.loop(c, sm)
+            ssum = _V(self.op(f"load double, ptr {sv}"), "float64")
+            ls = self.conv(self.fmath("log", self.conv(ssum, dt)), dt)
+            if how == "softmax":
+                y = outs[0]
+                inv = self.conv(ssum, dt)
+
+                def st(j):
+                    e = self.fmath("exp", self.arith("sub", self.load_at(x, at(j)), m))
+                    self.store_at(y, at(j), self.arith("div", e, inv))
+                self.loop(c, st)
+                return
+            if how == "log_softmax":
+                y = outs[0]
+
+                def st2(j):
+                    v = self.arith("sub", self.arith("sub", self.load_at(x, at(j)), m), ls)
+                    self.store_at(y, at(j), v)
+                self.loop(c, st2)
+                return
+            loss, bp = outs
+            lab = s.labels
+            if how == "sparse_xent":
+                kq = self.load_at(lab, r)
+                neg = self.op(f"icmp slt i64 {kq.t}, 0")
+                kw = self.op(f"add i64 {kq.t}, {c}")
+                k = self.op(f"select i1 {neg}, i64 {kw}, i64 {kq.t}")
+                if loss is not None:
+                    xk = self.load_at(x, at(k))
+                    self.store_at(loss, r, self.arith("sub", ls, self.arith("sub", xk, m)))
+                if bp is not None:
+                    def st3(j):
+                        p = self.fmath("exp", self.arith(
+                            "sub", self.arith("sub", self.load_at(x, at(j)), m), ls))
+                        eq = self.op(f"icmp eq i64 {j}, {kq.t}")
+                        p1 = self.arith("sub", p, self.lit(1, dt))
+                        self.store_at(bp, at(j), self.select(eq, p1, p))
+                    self.loop(c, st3)
+                return
+            if loss is not None:
+                self.e(f"store double 0.0, ptr {acc}")
+
+                def xl(j):
+                    t = self.arith("mul", self.load_at(lab, at(j)), self.arith(
+                        "sub", ls, self.arith("sub", self.load_at(x, at(j)), m)))
+                    cur = _V(self.op(f"load double, ptr {acc}"), "float64")
+                    self.e(f"store double {self.arith('add', cur, t).t}, ptr {acc}")
+                self.loop(c, xl)
+                self.store_at(loss, r, _V(self.op(f"load double, ptr {acc}"), "float64"))
+            if bp is not None:
+                def xb(j):
+                    p = self.fmath("exp", self.arith(
+                        "sub", self.arith("sub", self.load_at(x, at(j)), m), ls))
+                    self.store_at(bp, at(j), self.arith("sub", p, self.load_at(lab, at(j))))
+                self.loop(c, xb)
+        self.loop(rows, row)
 
     # -- the function -------------------------------------------------------------------------
     def function(self, name: str) -> str:
@@ -1131,6 +1233,8 @@ def _wrapper_source(k: Kernel, g: _Gen, lits: list) -> str:
         outs = []
         if isinstance(s, (Loop, Reduce, MatMul, CopyVar, Alloc)):
             outs = [s.out]
+        elif isinstance(s, RowOp):
+            outs = [o for o in s.outs if o is not None]
         elif isinstance(s, View):
             L.append(f"    {s.out.name} = {s.src.name}.reshape({_shape_text(s.out.dims)})")
             made.add(s.out.name)
