@@ -1362,7 +1362,10 @@ def build(kernel: Kernel, key=None):
     """The tier-1 callable of `kernel`: `fn(ins, vs) -> tuple`, the Numba kernel's convention
     (same results, same `ValueError("jitflow:<op>:<what>")` on failed checks). `key` (the
     kernel's Numba source) shares the code of identical kernels. Raises `Unsupported`."""
-    ck = None if key is None else (key, poison_enabled())
+    # Numba's source is generic in its arguments' dtypes (Numba specializes on them): the key
+    # adds the kernel's argument classes
+    ck = None if key is None else (key, poison_enabled(), tuple(
+        (v.kind, v.slot, v.dtype, v.ones) for v in list(kernel.inputs) + list(kernel.variables)))
     if ck is not None:
         fn = _CACHE.get(ck)
         if fn is not None:
