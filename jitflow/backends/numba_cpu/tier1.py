@@ -1308,11 +1308,7 @@ def _blas_symbol(name: str) -> str:
     """The LLVM name bound to scipy's BLAS routine `name` (Fortran convention)."""
     sym = f"jitflow_t1_{name}"
     if name not in _BLAS:
-        try:
-            from scipy.linalg import cython_blas
-        except ImportError:
-            raise Unsupported("no BLAS (scipy)") from None
-        cap = cython_blas.__pyx_capi__[name]
+        cap = _cython_blas().__pyx_capi__[name]
         get_name = ctypes.pythonapi.PyCapsule_GetName
         get_name.restype = ctypes.c_char_p
         get_name.argtypes = [ctypes.py_object]
@@ -1324,6 +1320,37 @@ def _blas_symbol(name: str) -> str:
         _STATE["llvm"].add_symbol(sym, addr)
         _BLAS[name] = addr
     return sym
+
+
+def _cython_blas():
+    """scipy.linalg.cython_blas, loaded without running scipy.linalg's __init__ (which
+    imports most of scipy: ~0.4 s, more than tier 1's whole compile)."""
+    import sys
+    mod = sys.modules.get("scipy.linalg.cython_blas")
+    if mod is not None:
+        return mod
+    try:
+        import importlib.machinery
+        import importlib.util
+        import os
+        import scipy
+        folder = os.path.join(os.path.dirname(scipy.__file__), "linalg")
+        files = [f for f in os.listdir(folder)
+                 if f.startswith("cython_blas.") and f.endswith((".so", ".pyd"))]
+        path = os.path.join(folder, files[0])
+        loader = importlib.machinery.ExtensionFileLoader("scipy.linalg.cython_blas", path)
+        spec = importlib.util.spec_from_file_location("scipy.linalg.cython_blas", path,
+                                                      loader=loader)
+        mod = importlib.util.module_from_spec(spec)
+        loader.exec_module(mod)
+        sys.modules["scipy.linalg.cython_blas"] = mod
+        return mod
+    except Exception:  # noqa: BLE001  (any layout surprise: the ordinary import)
+        try:
+            from scipy.linalg import cython_blas
+        except ImportError:
+            raise Unsupported("no BLAS (scipy)") from None
+        return cython_blas
 
 
 def _optimize(mod) -> None:
