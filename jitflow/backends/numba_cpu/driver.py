@@ -374,8 +374,9 @@ def _tier1_of(c: _Compiled, seg: _Segment):
 
 
 def _call_tier1(c: _Compiled, ins: list, vars_: list, seg: _Segment):
-    """Run `c`'s kernel on tier 1 (same convention and errors as `_call`); `_UseReferences`
-    when tier 1 does not cover it or could not prepare the run (nothing was written then)."""
+    """Run `c`'s kernel on tier 1 (same convention and errors as `_call`): while its Numba
+    kernel is not ready, or when Numba could not build it. `_UseReferences` when tier 1 does
+    not cover it or could not prepare the run (nothing was written then)."""
     fn = _tier1_of(c, seg)
     if fn is False:
         raise _UseReferences()
@@ -871,11 +872,11 @@ class Executable:
             if len(self.exact) >= _MAX_EXACT:
                 self.exact.clear()   # many distinct sizes: refilling is one dict lookup each
             self.exact[key] = c
-        if c is _REFERENCES or c.broken:
-            _raise_background_error(c)
+        if c is _REFERENCES:
             raise _UseReferences()
-        if not c.ready:
-            out = _call_tier1(c, ins, bufs, seg)
+        if c.broken or not c.ready:
+            _raise_background_error(c)
+            out = _call_tier1(c, ins, bufs, seg)   # else _UseReferences
         elif self.debug >= 2:
             t0 = time.perf_counter()
             out = self._call_fastest(c, ins, bufs, seg)
@@ -1051,12 +1052,12 @@ class Executable:
                         bufs.append(b)
                     c = self._exact_kernel(step, ins, bufs)
                     try:
-                        if c is _REFERENCES or c.broken:
-                            _raise_background_error(c)
+                        if c is _REFERENCES:
                             raise _UseReferences()
-                        if c.ready:
+                        if c.ready and not c.broken:
                             out = self._call_fastest(c, ins, bufs, step)
                         else:
+                            _raise_background_error(c)
                             out = _call_tier1(c, ins, bufs, step)
                     except _UseReferences:
                         if in_place:   # cannot happen: every kernel of this shape is ready
@@ -1198,11 +1199,13 @@ class Executable:
             bufs.append(b)
         c = self._exact_kernel(seg, ins, bufs)
         try:
-            if c is _REFERENCES or c.broken:
-                _raise_background_error(c)
+            if c is _REFERENCES:
                 raise _UseReferences()
-            out = self._call_fastest(c, ins, bufs, seg) if c.ready else \
-                _call_tier1(c, ins, bufs, seg)
+            if c.ready and not c.broken:
+                out = self._call_fastest(c, ins, bufs, seg)
+            else:
+                _raise_background_error(c)
+                out = _call_tier1(c, ins, bufs, seg)
         except (_UseReferences, _CheckFailed):
             # no kernel for these inputs (or shapes it cannot take): the references give the
             # values, or the error TF1 gives, naming the op
