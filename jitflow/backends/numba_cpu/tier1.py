@@ -129,6 +129,7 @@ class _Gen:
         self.decls: set = set()
         self.errors: list = []     # error code - 1 -> (op, what)
         self.values: dict = {}     # name -> Value
+        self.flat = None           # the output of the flat loop being written
 
     # -- text ---------------------------------------------------------------------------------
     def tmp(self) -> str:
@@ -277,6 +278,8 @@ class _Gen:
     # -- memory -------------------------------------------------------------------------------
     def offset(self, v: Value, idx: list, axes=None) -> str:
         """Linear position in `v` of the loop index `idx` (Load's alignment rules)."""
+        if self.flat is not None and v.rank:
+            return idx[0]   # a flat loop: every array operand has the output's shape class
         off = "0"
         rank = len(idx)
         for k in range(v.rank):
@@ -729,6 +732,15 @@ class _Gen:
                 cur = self.load_at(out, off)
                 val = self.arith("add" if mode == "add" else "sub", cur, val)
             self.store_at(out, off, val)
+        if _flat(e, out):
+            # every operand has the output's shape class (equal dims, after the kernel's
+            # checks): one loop over the elements, the same position in each
+            self.flat = out
+            try:
+                self.loop(self.size(out), lambda i: body([i]))
+            finally:
+                self.flat = None
+            return
         self.loops(out.dims, out.ones, body)
 
     def s_assign(self, s: AssignVar) -> None:
@@ -1189,6 +1201,22 @@ class _Gen:
         lines += self.body
         lines.append("}")
         return "\n".join(sorted(self.decls) + [""] + lines) + "\n"
+
+
+def _flat(e, out: Value) -> bool:
+    """Whether expression `e` stored over `out` can be one flat loop: it reads only scalars
+    and arrays of exactly `out`'s rank and shape class through plain Loads (no positions:
+    Index, Take, Loads with axes)."""
+    if out.rank == 0:
+        return False
+    if isinstance(e, Load):
+        v = e.value
+        return v.rank == 0 or e.axes is None and v.rank == out.rank and v.ones == out.ones
+    if isinstance(e, (Lit, DimValue)):
+        return True
+    if isinstance(e, Apply):
+        return all(_flat(a, out) for a in e.args)
+    return False
 
 
 _EMITTERS = {
