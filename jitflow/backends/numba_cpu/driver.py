@@ -217,6 +217,18 @@ def generate_segment(seg: _Segment, in_arrays, var_arrays, reason: str) -> _Comp
     kernel, consts = _lower.lower(seg.ops, cls_in, seg.out_tensors, var_cls)
     # the kernel's variable order is the order of first use; map to seg.var_ops order
     order = [seg.var_ops.index(v.var_op) for v in kernel.variables]
+    if _bg.mode() == "tier1":
+        # tier 1 alone: no Numba source (tier 1 works from the kernel IR)
+        if debug_level() >= 1:
+            _debug(f"lowered {len(seg.ops)} ops for tier 1: {reason}")
+        c = _Compiled(None, kernel, [(slot, _contig(op.attrs["value"])) for slot, op in consts],
+                      "", "", {"inputs": [("feed", t.name) for t in seg.in_tensors]
+                               + [("const", op.name) for _, op in consts],
+                               "variables": [seg.var_ops[i].name for i in order],
+                               "results": [t.name for t in seg.out_tensors]})
+        c.cache_source = None
+        c.var_order = None if order == list(range(len(seg.var_ops))) else order
+        return c
     vm_names, vm_import = _vecmath_table()
     tagged = generate_function(kernel, "kernel", vm_names)
     body = _TAG.sub("", tagged)

@@ -89,7 +89,8 @@ def _check_dtype(dt: str) -> None:
 def _fconst(v: float, dt: str) -> str:
     """An LLVM float constant (hex of the double; float32 values rounded first)."""
     if dt == "float32":
-        v = float(np.float32(v))
+        v = struct.unpack("<f", struct.pack("<f", v))[0] if math.isfinite(v) and abs(v) < 3e38 \
+            else float(np.float32(v))
     return "0x%016X" % struct.unpack("<Q", struct.pack("<d", float(v)))[0]
 
 
@@ -1428,8 +1429,10 @@ _CFN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
 
 def build(kernel: Kernel, key=None):
     """The tier-1 callable of `kernel`: `fn(ins, vs) -> tuple`, the Numba kernel's convention
-    (same results, same `ValueError("jitflow:<op>:<what>")` on failed checks). `key` (the
-    kernel's Numba source) shares the code of identical kernels. Raises `Unsupported`."""
+    (same results, same `ValueError("jitflow:<op>:<what>")` on failed checks). Identical
+    kernels share their code: found by `key` (the kernel's Numba source, when there is one)
+    before anything is generated, else by the generated LLVM IR and wrapper. Raises
+    `Unsupported`."""
     # Numba's source is generic in its arguments' dtypes (Numba specializes on them): the key
     # adds the kernel's argument classes
     ck = None if key is None else (key, poison_enabled(), tuple(
@@ -1440,10 +1443,7 @@ def build(kernel: Kernel, key=None):
             return fn
     try:
         g = _Gen(kernel)
-        with _LOCK:
-            _STATE["n"] = _STATE.get("n", 0) + 1
-            name = f"jitflow_t1_{_STATE['n']}"
-        text = g.function(name)
+        text = g.function(_NAME)
         lits: list = []
         src = _wrapper_source(kernel, g, lits)
     except Unsupported as e:
@@ -1451,15 +1451,28 @@ def build(kernel: Kernel, key=None):
         why = str(e.args[0]) if e.args else "?"
         STATS["reasons"][why] = STATS["reasons"].get(why, 0) + 1
         raise
-    addr = compile_ir(text, name)
-    cfn = _CFN(addr)
-    errors = {i + 1: f"{ERROR_PREFIX}{op}:{what}" for i, (op, what) in enumerate(g.errors)}
-    env = {"_np": np, "np": np, "_fn": cfn, "_ERRORS": errors, "_LITS": lits, "min": min, "max": max}
-    exec(compile(src, "<jitflow tier-1 wrapper>", "exec"), env)
-    fn = env["kernel"]
-    fn.llvm_ir = text
-    fn.wrapper_source = src
-    STATS["built"] += 1
+    gk = (text, src, tuple((x.dtype.name, repr(x)) for x in lits), tuple(g.errors),
+          poison_enabled())
+    fn = _CACHE.get(gk)
+    if fn is None:
+        with _LOCK:
+            _STATE["n"] = _STATE.get("n", 0) + 1
+            name = f"jitflow_t1_{_STATE['n']}"
+        text = text.replace(f"@{_NAME}(", f"@{name}(", 1)
+        addr = compile_ir(text, name)
+        cfn = _CFN(addr)
+        errors = {i + 1: f"{ERROR_PREFIX}{op}:{what}" for i, (op, what) in enumerate(g.errors)}
+        env = {"_np": np, "np": np, "_fn": cfn, "_ERRORS": errors, "_LITS": lits, "min": min,
+               "max": max}
+        exec(compile(src, "<jitflow tier-1 wrapper>", "exec"), env)
+        fn = env["kernel"]
+        fn.llvm_ir = text
+        fn.wrapper_source = src
+        STATS["built"] += 1
+        _CACHE[gk] = fn
     if ck is not None:
         _CACHE[ck] = fn
     return fn
+
+
+_NAME = "jitflow_t1_kernel"   # the function's name in generated IR, before it gets its own
