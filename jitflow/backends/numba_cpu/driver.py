@@ -397,6 +397,16 @@ def _call_tier1(c: _Compiled, ins: list, vars_: list, seg: _Segment):
         args.append(v)
     order = c.var_order
     vs = tuple(vars_) if order is None else tuple([vars_[i] for i in order])
+    # tier 1 addresses every operand as one aligned C-contiguous block (Numba's kernels also
+    # take other layouts): anything else runs through the references
+    for a in args:
+        f = a.flags
+        if not (f.c_contiguous and f.aligned):
+            raise _UseReferences()
+    for a in vs:
+        f = a.flags
+        if not (f.c_contiguous and f.aligned and f.writeable):
+            raise _UseReferences()
     STATS["tier1_runs"] = STATS.get("tier1_runs", 0) + 1
     try:
         return fn(tuple(args), vs)

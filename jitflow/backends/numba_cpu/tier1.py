@@ -360,8 +360,11 @@ class _Gen:
             return _V(_fconst(float(value), dt), dt)
         if dt == "bool":
             return _V("true" if value else "false", dt)
-        v = np.array(value).astype(dt)[()] if isinstance(value, float) else np.dtype(dt).type(
-            int(value))
+        try:
+            v = np.array(value).astype(dt)[()] if isinstance(value, float) else \
+                np.dtype(dt).type(int(value))
+        except (OverflowError, ValueError):
+            raise Unsupported(f"literal {value!r} of {dt}") from None
         return _V(str(int(v)), dt)
 
     @staticmethod
