@@ -222,7 +222,8 @@ def generate_segment(seg: _Segment, in_arrays, var_arrays, reason: str) -> _Comp
         if debug_level() >= 1:
             _debug(f"lowered {len(seg.ops)} ops for tier 1: {reason}")
         c = _Compiled(None, kernel, [(slot, _contig(op.attrs["value"])) for slot, op in consts],
-                      "", "", {"inputs": [("feed", t.name) for t in seg.in_tensors]
+                      "# JITFLOW_COMPILE=tier1: no Numba source (tier 1 runs the kernel IR)\n",
+                      "", {"inputs": [("feed", t.name) for t in seg.in_tensors]
                                + [("const", op.name) for _, op in consts],
                                "variables": [seg.var_ops[i].name for i in order],
                                "results": [t.name for t in seg.out_tensors]})
@@ -1723,6 +1724,9 @@ def export_source(session, fetches, feed_list=(), feed_values: Optional[list] = 
         raise NotImplementedError("export needs a plan that compiles for these feed shapes; "
                                   "this one runs through its references")
     (seg, c), = found
+    if not c.source:
+        raise NotImplementedError("export needs Numba source, which JITFLOW_COMPILE=tier1 "
+                                  "does not generate: export in another mode")
     return {"source": c.source.replace("{cache}", "False"), "entry": "kernel",
             "layout": dict(c.names),
             "constants": {op_name: arr for (_, arr), (_k, op_name) in
