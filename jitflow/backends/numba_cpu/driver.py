@@ -1008,7 +1008,8 @@ class Executable:
 
     def _compile_later(self, c: _Compiled, seg: _Segment, ins, bufs) -> None:
         """Have the compiler thread load `c` (from memory, the disk cache, or by compiling it)
-        for the argument types of `ins`/`bufs`; runs use the references until it is ready."""
+        for the argument types of `ins`/`bufs`; runs use tier 1 (or, where tier 1 does not
+        cover the kernel, the references) until it is ready."""
         args = list(ins) + [v for _, v in c.consts]
         order = c.var_order
         vs = list(bufs) if order is None else [bufs[i] for i in order]
@@ -1017,8 +1018,8 @@ class Executable:
                  [(a.dtype, a.ndim, a.flags.writeable) for a in vs])
         c.ready = False
         if self.debug >= 1:
-            _debug(f"compiling {len(seg.ops)} ops in the background; runs use the references "
-                   "until it is ready")
+            _debug(f"compiling {len(seg.ops)} ops in the background; runs use tier 1 (or the "
+                   "references) until it is ready")
         # the job holds only weak references: a kernel whose session is gone by the time the
         # compiler gets to it (a sweep over many small graphs) is not compiled at all
         ref_c, ref_seg = weakref.ref(c), weakref.ref(seg)
