@@ -275,7 +275,8 @@ def check(prog: Program, tf_module=None) -> Optional[str]:
     got = run_program(prog, jitflow, "numba")
     LAST["fallbacks"] = STATS.get("reference_fallbacks", 0) - fb0
     # tier 1 (JITFLOW_COMPILE=tier1): kernels it ran, kernels it did not cover and why
-    LAST["tier1"] = (STATS.get("tier1_builds", 0) - t0[0], STATS.get("tier1_unsupported", 0) - t0[1],
+    LAST["tier1"] = (STATS.get("tier1_builds", 0) - t0[0],
+                     STATS.get("tier1_unsupported", 0) - t0[1],
                      {k: v - r0.get(k, 0) for k, v in _t1.STATS["reasons"].items()
                       if v > r0.get(k, 0)})
     # int32 programs compute in float32 where they meet floats (casts, the loss)

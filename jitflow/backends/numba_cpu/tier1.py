@@ -38,7 +38,7 @@ import numpy as np
 from jitflow.backends.numba_cpu.emit import (ERROR_PREFIX, _POISON, _calls_math, _constant_value,
                                              _exact_constant, poison_enabled)
 from jitflow.backends.pytext import dim_text
-from jitflow.compiler.ir import (Alloc, Apply, Arg, AssignVar, Call, Check, Const, CopyVar,
+from jitflow.compiler.ir import (Alloc, Apply, Arg, AssignVar, Check, Const, CopyVar,
                                  DimValue, Index, Kernel, Lit, Load, Loop, MatMul, NonZeroCheck,
                                  RangeCheck, Reduce, Region, RowOp, ShapeOf, Take, Value, View)
 
@@ -1253,7 +1253,8 @@ def _wrapper_source(k: Kernel, g: _Gen, lits: list) -> str:
     if dims:
         cond = " or ".join(f"{dim_text(c.a)} != {dim_text(c.b)}" for c in dims)
         L.append(f"    if {cond}:")
-        L.append(f"        raise ValueError({ERROR_PREFIX + str(dims[0].op) + ':' + dims[0].what!r})")
+        msg = f"{ERROR_PREFIX}{dims[0].op}:{dims[0].what}"
+        L.append(f"        raise ValueError({msg!r})")
 
     def new(v: Value) -> str:
         shape = _shape_text(v.dims)
