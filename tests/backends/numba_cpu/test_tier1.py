@@ -301,3 +301,69 @@ def test_tier1_builds_a_kernel_once_and_shares_identical_ones(tier1_only):
         with tf.Session() as sess:
             np.testing.assert_array_equal(sess.run(y, {x: [1.0, 2.0]}), [4.75, 8.0])
     assert tier1.STATS["built"] - b0 <= 1
+
+
+# -- bit for bit with the Numba kernels -------------------------------------------------------
+def _both_tiers(build, feed_of, monkeypatch):
+    """The fetches of `build()` on tier 1 and on the Numba kernels (sync)."""
+    out = {}
+    for mode in ("tier1", "sync"):
+        monkeypatch.setenv("JITFLOW_COMPILE", mode)
+        with tf.Graph().as_default():
+            fetches, phs = build()
+            r0 = _runs()
+            with tf.Session() as sess:
+                out[mode] = sess.run(fetches, feed_of(phs))
+            assert (_runs() > r0) == (mode == "tier1")
+    return out["tier1"], out["sync"]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_kernels_without_math_functions_agree_with_numba(dtype, monkeypatch):
+    """Same operations in the same order: equal up to the multiply-adds Numba's kernels may
+    fuse into FMAs (they compile with fastmath={"contract"}; tier 1's fast instruction
+    selector fuses none), so a few ulps; integer results (argmax) exactly."""
+    def build():
+        x = tf.placeholder(dtype, [None, 37])
+        y = tf.placeholder(dtype, [None, 37])
+        z = tf.maximum(x * 1.25 - y, tf.minimum(y, -x)) + tf.floormod(x, y + 3.5)
+        z = tf.where(x > y, z * tf.sign(y), tf.abs(z) / (y + 0.5)) + tf.floor(x) - tf.round(y)
+        fetches = [z, tf.reduce_sum(z, 1), tf.reduce_sum(z * z, 0), tf.reduce_mean(z),
+                   tf.reduce_max(z, 1), tf.reduce_min(z, 0), tf.reduce_prod(z[:, :5] * 0.5, 1),
+                   tf.argmax(z, 1), tf.argmin(z, 1), tf.nn.l2_loss(z),
+                   tf.matmul(z, y, transpose_b=True)]
+        return fetches, (x, y)
+
+    rng = np.random.default_rng(7)
+    xv = (rng.standard_normal((5, 37)) * 10).astype(dtype)
+    yv = (rng.standard_normal((5, 37)) * 3).astype(dtype)
+    xv[0, 3], yv[1, 4] = np.nan, np.nan
+    got, want = _both_tiers(build, lambda p: {p[0]: xv, p[1]: yv}, monkeypatch)
+    ulps = 4 * np.finfo(dtype).eps
+    for g, w in zip(got, want):
+        assert np.asarray(g).dtype == np.asarray(w).dtype
+        if np.asarray(g).dtype.kind == "f":
+            np.testing.assert_allclose(g, w, rtol=ulps, atol=0)
+        else:
+            np.testing.assert_array_equal(g, w)
+
+
+def test_integer_kernels_equal_numba_bit_for_bit(monkeypatch):
+    def build():
+        a = tf.placeholder(tf.int32, [None, 9])
+        b = tf.placeholder(tf.int32, [None, 9])
+        c = tf.floordiv(a, b) * 3 + tf.floormod(a * 7, b) - tf.truncatediv(a, b)
+        c = tf.maximum(c, -a) + tf.cast(tf.greater(a, b), tf.int32) * tf.abs(b)
+        fetches = [c, tf.reduce_sum(c, 1), tf.reduce_prod(c[:, :3], 0), tf.reduce_mean(c, 1),
+                   tf.reduce_max(c, 0), tf.argmax(c, 1), tf.cast(c, tf.float32) * 0.5,
+                   tf.matmul(c, b, transpose_b=True)]
+        return fetches, (a, b)
+
+    rng = np.random.default_rng(11)
+    av = rng.integers(-1000, 1000, (4, 9)).astype(np.int32)
+    bv = rng.integers(1, 40, (4, 9)).astype(np.int32) * rng.choice([-1, 1], (4, 9)).astype(
+        np.int32)
+    got, want = _both_tiers(build, lambda p: {p[0]: av, p[1]: bv}, monkeypatch)
+    for g, w in zip(got, want):
+        assert np.asarray(g).dtype == np.asarray(w).dtype
+        np.testing.assert_array_equal(g, w)
