@@ -399,11 +399,12 @@ def _call_tier1(c: _Compiled, ins: list, vars_: list, seg: _Segment):
     order = c.var_order
     vs = tuple(vars_) if order is None else tuple([vars_[i] for i in order])
     # tier 1 addresses every operand as one aligned C-contiguous block (Numba's kernels also
-    # take other layouts): anything else runs through the references
-    for a in args:
+    # take other layouts): other inputs are copied (the kernel only reads them), other
+    # variable buffers (written in place) run through the references
+    for k, a in enumerate(args):
         f = a.flags
         if not (f.c_contiguous and f.aligned):
-            raise _UseReferences()
+            args[k] = np.array(a, order="C", copy=True)
     for a in vs:
         f = a.flags
         if not (f.c_contiguous and f.aligned and f.writeable):

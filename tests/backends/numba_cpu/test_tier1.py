@@ -367,3 +367,14 @@ def test_integer_kernels_equal_numba_bit_for_bit(monkeypatch):
     for g, w in zip(got, want):
         assert np.asarray(g).dtype == np.asarray(w).dtype
         np.testing.assert_array_equal(g, w)
+
+
+def test_an_unaligned_feed_is_copied_for_tier1(tier1_only):
+    raw = np.zeros(4 * 6 + 1, np.uint8)
+    a = np.frombuffer(raw.data, np.float32, 6, offset=1)   # misaligned float32s
+    assert not a.flags.aligned
+    x = tf.placeholder(tf.float32, [None])
+    r0 = _runs()
+    got = _run(x * 2.0 + 1.0, {x: a})
+    assert _runs() > r0
+    np.testing.assert_array_equal(got, np.ones(6, np.float32))
