@@ -23,6 +23,10 @@ def peer_env(peer: str, cache_dir: str, **extra: str) -> dict:
     env.pop("JITFLOW_COMPILE", None)
     if peer == "jitflow-sync":
         env["JITFLOW_COMPILE"] = "sync"
+    elif peer == "jitflow-tier1":    # tier 1 alone: never Numba
+        env["JITFLOW_COMPILE"] = "tier1"
+    elif peer == "jitflow-notier1":  # background mode as before tier 1: references first
+        env["JITFLOW_TIER1"] = "0"
     return env
 
 

@@ -2,6 +2,8 @@
 fresh process.
 
     python benchmarks/compile_scaling.py [--sizes 10,50,200,1000] [--peers jitflow,tf1,jax]
+        (jitflow peers: jitflow-sync, jitflow (background: tier 1 first), jitflow-tier1 (tier 1
+        alone), jitflow-notier1 (background with references first), jitflow-cached)
                                          [--modes forward,train] [--repeat 1]
 
 The graph is a random mix, from one seed, of elementwise ops, `tanh(matmul(h, W))` with 64x64
@@ -120,7 +122,7 @@ def _data(steps):
 
 
 # -- children -----------------------------------------------------------------------------------
-def _graph_child(tf, steps, train: bool, cached_probe=None) -> dict:
+def _graph_child(tf, steps, train: bool, cached_probe=None, warm: bool = False) -> dict:
     xv, wv = _data(steps)
     g = tf.Graph()
     with g.as_default():
@@ -144,6 +146,17 @@ def _graph_child(tf, steps, train: bool, cached_probe=None) -> dict:
                "value": float(np.asarray(first[0] if train else first))}
         if cached_probe is not None:
             out.update(cached_probe(sess, fetch, x, xv, t1))
+        elif warm:
+            # the warm run time of what runs after the first result (sync: Numba's kernels,
+            # tier1: tier 1's): the median of 20 runs after 3 more
+            for _ in range(3):
+                sess.run(fetch, {x: xv})
+            times = []
+            for _ in range(20):
+                t = time.perf_counter()
+                sess.run(fetch, {x: xv})
+                times.append(time.perf_counter() - t)
+            out["warm_run_s"] = float(np.median(times))
         return out
 
 
@@ -218,7 +231,7 @@ def child(peer: str, n: int, train: bool) -> dict:
         out = _jax_child(steps, train)
     else:
         probe = _jitflow_probe if peer == "jitflow" else None
-        out = _graph_child(tf, steps, train, probe)
+        out = _graph_child(tf, steps, train, probe, warm=peer == "jitflow-warm")
     out.update({"import_wall": t_import, "total_wall": time.perf_counter() - T0,
                 "total_cpu": time.process_time() - C0})
     return out
@@ -228,7 +241,10 @@ def child(peer: str, n: int, train: bool) -> dict:
 def run_child(peer: str, n: int, train: bool, cache_dir: str, timeout: float) -> dict:
     env = children.peer_env(peer, cache_dir, NUMBA_CACHE_DIR=os.path.join(cache_dir, "numba"),
                             JAX_PLATFORMS="cpu")
-    child_peer = "jitflow" if peer == "jitflow-sync" else peer
+    # jitflow-sync and jitflow-tier1 measure their warm runs too; jitflow-notier1 is the
+    # background mode with references (not tier 1) until the Numba kernels are ready
+    child_peer = {"jitflow-sync": "jitflow-warm", "jitflow-tier1": "jitflow-warm",
+                  "jitflow-notier1": "jitflow"}.get(peer, peer)
     cmd = children.script_cmd(__file__, "--child", child_peer, "--n", str(n)) + (
         ["--train"] if train else [])
     return children.run(cmd, env, MARK, timeout)
@@ -284,6 +300,8 @@ def _cell(r: dict) -> str:
     s = f"{r['first_cpu']:.2f} cpu / {r['first_wall']:.2f} wall"
     if "compiled_wall" in r and r.get("runs_until_compiled", 1) > 1:
         s += f"; compiled at {r['compiled_wall']:.2f} wall"
+    if "warm_run_s" in r:
+        s += f"; warm run {r['warm_run_s'] * 1e3:.2f} ms"
     return s
 
 

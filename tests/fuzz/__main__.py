@@ -40,6 +40,8 @@ def main(argv=None) -> int:
     kinds = collections.Counter()
     outcomes = collections.Counter()
     fallbacks = 0
+    t1_ok = t1_no = 0
+    t1_why = collections.Counter()
     failed = []
     t0 = time.time()
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -51,6 +53,10 @@ def main(argv=None) -> int:
             if stats is not None:
                 outcomes[stats[0]] += 1
                 fallbacks += stats[1]
+                if len(stats) > 2 and stats[2] is not None:
+                    t1_ok += stats[2][0]
+                    t1_no += stats[2][1]
+                    t1_why.update(stats[2][2])
             if msg is None:
                 continue
             kinds[_kind(msg)] += 1
@@ -64,6 +70,10 @@ def main(argv=None) -> int:
           f"{len(failed)} failed, {dt:.0f} s")
     print("  reference outcomes: " + ", ".join(f"{c} {k}" for k, c in outcomes.most_common())
           + f"; {fallbacks} programs ran some shape class through references (no kernel)")
+    if t1_ok or t1_no:
+        print(f"  tier 1: {t1_ok} kernels built, {t1_no} not covered "
+              f"({t1_ok / (t1_ok + t1_no):.1%} covered); not covered: "
+              + ", ".join(f"{k} x{c}" for k, c in t1_why.most_common(12)))
     for k, c in kinds.most_common():
         print(f"  {c:5d}  {k}")
     if failed:

@@ -261,6 +261,9 @@ def check(prog: Program, tf_module=None) -> Optional[str]:
     import jitflow
     from jitflow.compiler.cache import STATS
     fb0 = STATS.get("reference_fallbacks", 0)
+    from jitflow.backends.numba_cpu import tier1 as _t1
+    t0 = (STATS.get("tier1_builds", 0), STATS.get("tier1_unsupported", 0))
+    r0 = dict(_t1.STATS["reasons"])
     ref = run_program(prog, jitflow, "interpreter")
     kinds = [kind for _, kind, _ in ref.steps]
     LAST["outcome"] = ("build error" if ref.steps and ref.steps[0][0] == "build" else
@@ -271,6 +274,11 @@ def check(prog: Program, tf_module=None) -> Optional[str]:
         alt = run_program(prog, jitflow, "interpreter", perturb)
     got = run_program(prog, jitflow, "numba")
     LAST["fallbacks"] = STATS.get("reference_fallbacks", 0) - fb0
+    # tier 1 (JITFLOW_COMPILE=tier1): kernels it ran, kernels it did not cover and why
+    LAST["tier1"] = (STATS.get("tier1_builds", 0) - t0[0],
+                     STATS.get("tier1_unsupported", 0) - t0[1],
+                     {k: v - r0.get(k, 0) for k, v in _t1.STATS["reasons"].items()
+                      if v > r0.get(k, 0)})
     # int32 programs compute in float32 where they meet floats (casts, the loss)
     precision = "float64" if all(n.dtype == "float64" for n in prog.nodes) else "float32"
     msg = compare(got, ref, alt, "numba", precision=precision)
@@ -413,7 +421,9 @@ _TF = None
 def worker_init(tf_flag: bool) -> None:
     os.environ["JITFLOW_POISON"] = "1"
     os.environ["JITFLOW_STRICT"] = "1"
-    os.environ["JITFLOW_COMPILE"] = "sync"
+    # compiled code checked: Numba's kernels (sync), or tier 1 alone (JITFLOW_COMPILE=tier1)
+    os.environ["JITFLOW_COMPILE"] = ("tier1" if os.environ.get("JITFLOW_COMPILE") == "tier1"
+                                     else "sync")
     global _TF
     _TF = None
     if tf_flag:
@@ -428,7 +438,7 @@ def worker_one(args):
     try:
         prog = generate(seed, max_ops)
         msg = check(prog, _TF)
-        stats = (LAST.get("outcome"), LAST.get("fallbacks", 0) > 0)
+        stats = (LAST.get("outcome"), LAST.get("fallbacks", 0) > 0, LAST.get("tier1"))
     except Exception as e:  # noqa: BLE001  (a harness error is reported, not fatal)
         return seed, f"harness error: {type(e).__name__}: {e}", traceback.format_exc(), None
     if msg is None:

@@ -9,6 +9,12 @@
   for the GIL, and its machine code stays out of this process).
 - `thread`: the same, compiling on the thread itself (no helper process).
 - `sync`: a run compiles what it needs and waits (deterministic: tests, benchmarks, export).
+- `tier1`: tier 1 only (tier1.py: LLVM IR written from the kernel IR, compiled in
+  milliseconds), never Numba; kernels tier 1 does not cover run through the references
+  (tests, the fuzzer).
+
+In `background` and `thread` modes a kernel that is not ready yet runs on tier 1 when tier 1
+covers it (JITFLOW_TIER1=0 turns that off: the references run instead).
 
 Results do not depend on the mode beyond float rounding (the compiled code and the references
 agree within it; the fuzzer checks both).
@@ -32,9 +38,10 @@ SWITCH_INTERVAL = 1e-4   # seconds: sys.setswitchinterval while the compiler thr
 
 
 def mode() -> str:
-    """"sync", "thread" or "background" (JITFLOW_COMPILE; anything else means background)."""
+    """"sync", "thread", "tier1" or "background" (JITFLOW_COMPILE; anything else means
+    background)."""
     m = os.environ.get("JITFLOW_COMPILE", "").strip().lower()
-    return m if m in ("sync", "thread") else "background"
+    return m if m in ("sync", "thread", "tier1") else "background"
 
 
 def submit(job: Callable[[], None]) -> None:

@@ -163,7 +163,7 @@ class _Compiled:
     __slots__ = ("fn", "kernel", "consts", "tagged", "source", "out_conv", "conv_items", "names",
                  "var_order", "par_source", "par",
                  "called", "broken", "ready", "error", "from_disk", "cache_source",
-                 "__weakref__")
+                 "tier1", "__weakref__")
 
     def __init__(self, fn, kernel, consts, tagged, source, names) -> None:
         self.fn = fn
@@ -179,6 +179,7 @@ class _Compiled:
         self.from_disk = False
         self.par_source = None   # the parallel variant's module text, when it has one
         self.par = None          # its _Compiled once requested
+        self.tier1 = None   # the tier-1 callable while not ready (False: tier 1 cannot)
         # rank-0 results come back as Python scalars: give them their numpy type
         conv = []
         for r in kernel.results:
@@ -216,6 +217,19 @@ def generate_segment(seg: _Segment, in_arrays, var_arrays, reason: str) -> _Comp
     kernel, consts = _lower.lower(seg.ops, cls_in, seg.out_tensors, var_cls)
     # the kernel's variable order is the order of first use; map to seg.var_ops order
     order = [seg.var_ops.index(v.var_op) for v in kernel.variables]
+    if _bg.mode() == "tier1":
+        # tier 1 alone: no Numba source (tier 1 works from the kernel IR)
+        if debug_level() >= 1:
+            _debug(f"lowered {len(seg.ops)} ops for tier 1: {reason}")
+        c = _Compiled(None, kernel, [(slot, _contig(op.attrs["value"])) for slot, op in consts],
+                      "# JITFLOW_COMPILE=tier1: no Numba source (tier 1 runs the kernel IR)\n",
+                      "", {"inputs": [("feed", t.name) for t in seg.in_tensors]
+                               + [("const", op.name) for _, op in consts],
+                               "variables": [seg.var_ops[i].name for i in order],
+                               "results": [t.name for t in seg.out_tensors]})
+        c.cache_source = None
+        c.var_order = None if order == list(range(len(seg.var_ops))) else order
+        return c
     vm_names, vm_import = _vecmath_table()
     tagged = generate_function(kernel, "kernel", vm_names)
     body = _TAG.sub("", tagged)
@@ -313,6 +327,8 @@ def _call(c: _Compiled, ins: list, vars_: list, seg: _Segment):
     fn = c.fn
     counting = not c.called
     if counting:
+        if c.tier1 and debug_level() >= 1:
+            _debug(f"segment of {len(seg.ops)} ops: tier 1 -> Numba kernel")
         n0 = len(fn.overloads)
         h0 = _cache_hits(fn)
     try:
@@ -333,6 +349,77 @@ def _call(c: _Compiled, ins: list, vars_: list, seg: _Segment):
         c.called = True
         _count_build(fn, h0, n0)
     return out
+
+
+def tier1_enabled() -> bool:
+    """Whether kernels that are not compiled yet run on tier 1 (JITFLOW_TIER1=0: no)."""
+    return os.environ.get("JITFLOW_TIER1", "1").strip() not in ("0", "")
+
+
+def _tier1_of(c: _Compiled, seg: _Segment):
+    """`c`'s tier-1 callable, built on first use; False when tier 1 does not cover it."""
+    fn = c.tier1
+    if fn is None:
+        if _bg.mode() != "tier1" and not tier1_enabled():
+            c.tier1 = False
+            return False
+        from jitflow.backends.numba_cpu import tier1 as _t1
+        t0 = time.perf_counter()
+        try:
+            fn = _t1.build(c.kernel, key=c.cache_source)
+        except _t1.Unsupported as e:
+            fn = False
+            STATS["tier1_unsupported"] = STATS.get("tier1_unsupported", 0) + 1
+            if debug_level() >= 1:
+                _debug(f"segment of {len(seg.ops)} ops: no tier 1 ({e.args[0]})")
+        except Exception as e:  # noqa: BLE001  (a tier-1 bug: the references run instead)
+            if strict():
+                raise CodegenError(f"tier 1 could not build it: {e}", seg) from e
+            fn = False
+            _fallback_warning(seg, f"tier 1 could not build it: {e}", bug=True)
+        else:
+            STATS["tier1_builds"] = STATS.get("tier1_builds", 0) + 1
+            if debug_level() >= 1:
+                _debug(f"segment of {len(seg.ops)} ops runs on tier 1 (built in "
+                       f"{(time.perf_counter() - t0) * 1e3:.1f} ms) until its kernel is ready")
+        c.tier1 = fn
+    return fn
+
+
+def _call_tier1(c: _Compiled, ins: list, vars_: list, seg: _Segment):
+    """Run `c`'s kernel on tier 1 (same convention and errors as `_call`): while its Numba
+    kernel is not ready, or when Numba could not build it. `_UseReferences` when tier 1 does
+    not cover it or could not prepare the run (nothing was written then)."""
+    fn = _tier1_of(c, seg)
+    if fn is False:
+        raise _UseReferences()
+    args = list(ins)
+    for _slot, v in c.consts:
+        args.append(v)
+    order = c.var_order
+    vs = tuple(vars_) if order is None else tuple([vars_[i] for i in order])
+    # tier 1 addresses every operand as one aligned C-contiguous block (Numba's kernels also
+    # take other layouts): other inputs are copied (the kernel only reads them), other
+    # variable buffers (written in place) run through the references
+    for k, a in enumerate(args):
+        f = a.flags
+        if not (f.c_contiguous and f.aligned):
+            args[k] = np.array(a, order="C", copy=True)
+    for a in vs:
+        f = a.flags
+        if not (f.c_contiguous and f.aligned and f.writeable):
+            raise _UseReferences()
+    STATS["tier1_runs"] = STATS.get("tier1_runs", 0) + 1
+    try:
+        return fn(tuple(args), vs)
+    except ValueError as e:
+        msg = str(e)
+        if msg.startswith(ERROR_PREFIX):
+            _, idx, what = msg.split(":", 2)
+            raise _CheckFailed(seg.ops[int(idx)], what) from None
+        if strict():
+            raise
+        raise _UseReferences() from None
 
 
 def _deferred_host_ops(plan: Plan, fed: set) -> set:
@@ -813,10 +900,12 @@ class Executable:
             if len(self.exact) >= _MAX_EXACT:
                 self.exact.clear()   # many distinct sizes: refilling is one dict lookup each
             self.exact[key] = c
-        if c is _REFERENCES or c.broken or not c.ready:
-            _raise_background_error(c)
+        if c is _REFERENCES:
             raise _UseReferences()
-        if self.debug >= 2:
+        if c.broken or not c.ready:
+            _raise_background_error(c)
+            out = _call_tier1(c, ins, bufs, seg)   # else _UseReferences
+        elif self.debug >= 2:
             t0 = time.perf_counter()
             out = self._call_fastest(c, ins, bufs, seg)
             _debug(f"run {len(seg.ops)} ops in one native call: "
@@ -914,14 +1003,18 @@ class Executable:
                 _fallback_warning(seg, str(e.args[0]), bug=True)
                 c = _REFERENCES
             if isinstance(c, _Compiled) and later:
-                self._compile_later(c, seg, ins, bufs)
+                if _bg.mode() == "tier1":
+                    c.ready = False   # never compiled by Numba: runs on tier 1 or references
+                else:
+                    self._compile_later(c, seg, ins, bufs)
             seg.compiled[ckey] = c
             seg.last_key = ckey
         return c
 
     def _compile_later(self, c: _Compiled, seg: _Segment, ins, bufs) -> None:
         """Have the compiler thread load `c` (from memory, the disk cache, or by compiling it)
-        for the argument types of `ins`/`bufs`; runs use the references until it is ready."""
+        for the argument types of `ins`/`bufs`; runs use tier 1 (or, where tier 1 does not
+        cover the kernel, the references) until it is ready."""
         args = list(ins) + [v for _, v in c.consts]
         order = c.var_order
         vs = list(bufs) if order is None else [bufs[i] for i in order]
@@ -930,8 +1023,8 @@ class Executable:
                  [(a.dtype, a.ndim, a.flags.writeable) for a in vs])
         c.ready = False
         if self.debug >= 1:
-            _debug(f"compiling {len(seg.ops)} ops in the background; runs use the references "
-                   "until it is ready")
+            _debug(f"compiling {len(seg.ops)} ops in the background; runs use tier 1 (or the "
+                   "references) until it is ready")
         # the job holds only weak references: a kernel whose session is gone by the time the
         # compiler gets to it (a sweep over many small graphs) is not compiled at all
         ref_c, ref_seg = weakref.ref(c), weakref.ref(seg)
@@ -998,10 +1091,13 @@ class Executable:
                         bufs.append(b)
                     c = self._exact_kernel(step, ins, bufs)
                     try:
-                        if c is _REFERENCES or c.broken or not c.ready:
-                            _raise_background_error(c)
+                        if c is _REFERENCES:
                             raise _UseReferences()
-                        out = self._call_fastest(c, ins, bufs, step)
+                        if c.ready and not c.broken:
+                            out = self._call_fastest(c, ins, bufs, step)
+                        else:
+                            _raise_background_error(c)
+                            out = _call_tier1(c, ins, bufs, step)
                     except _UseReferences:
                         if in_place:   # cannot happen: every kernel of this shape is ready
                             raise RuntimeError("jitflow: a kernel of an in-place run "
@@ -1150,10 +1246,13 @@ class Executable:
             bufs.append(b)
         c = self._exact_kernel(seg, ins, bufs)
         try:
-            if c is _REFERENCES or c.broken or not c.ready:
-                _raise_background_error(c)
+            if c is _REFERENCES:
                 raise _UseReferences()
-            out = self._call_fastest(c, ins, bufs, seg)
+            if c.ready and not c.broken:
+                out = self._call_fastest(c, ins, bufs, seg)
+            else:
+                _raise_background_error(c)
+                out = _call_tier1(c, ins, bufs, seg)
         except (_UseReferences, _CheckFailed):
             # no kernel for these inputs (or shapes it cannot take): the references give the
             # values, or the error TF1 gives, naming the op
@@ -1770,6 +1869,9 @@ def export_source(session, fetches, feed_list=(), feed_values: Optional[list] = 
         raise NotImplementedError("export needs a plan that compiles for these feed shapes; "
                                   "this one runs through its references")
     (seg, c), = found
+    if not c.source:
+        raise NotImplementedError("export needs Numba source, which JITFLOW_COMPILE=tier1 "
+                                  "does not generate: export in another mode")
     return {"source": c.source.replace("{cache}", "False"), "entry": "kernel",
             "layout": dict(c.names),
             "constants": {op_name: arr for (_, arr), (_k, op_name) in
