@@ -163,7 +163,7 @@ class _Compiled:
     __slots__ = ("fn", "kernel", "consts", "tagged", "source", "out_conv", "conv_items", "names",
                  "var_order", "par_source", "par",
                  "called", "broken", "ready", "error", "from_disk", "cache_source",
-                 "tier1", "__weakref__")
+                 "tier1", "t1_cost", "ref_cost", "__weakref__")
 
     def __init__(self, fn, kernel, consts, tagged, source, names) -> None:
         self.fn = fn
@@ -180,6 +180,10 @@ class _Compiled:
         self.par_source = None   # the parallel variant's module text, when it has one
         self.par = None          # its _Compiled once requested
         self.tier1 = None   # the tier-1 callable while not ready (False: tier 1 cannot)
+        # seconds of the last run on tier 1 and on the references, while not ready: the
+        # faster of the two takes the runs until the Numba kernel is ready
+        self.t1_cost = None
+        self.ref_cost = None
         # rank-0 results come back as Python scalars: give them their numpy type
         conv = []
         for r in kernel.results:
@@ -389,7 +393,17 @@ def _tier1_of(c: _Compiled, seg: _Segment):
 def _call_tier1(c: _Compiled, ins: list, vars_: list, seg: _Segment):
     """Run `c`'s kernel on tier 1 (same convention and errors as `_call`): while its Numba
     kernel is not ready, or when Numba could not build it. `_UseReferences` when tier 1 does
-    not cover it or could not prepare the run (nothing was written then)."""
+    not cover it or could not prepare the run (nothing was written then).
+
+    Outside JITFLOW_COMPILE=tier1 the first run of a kernel goes to the references (the
+    first result comes soonest: nothing to build), the second to tier 1, and later ones to
+    whichever of the two was faster: tier-1 code is not vectorized and calls libm one
+    element at a time, so on large arrays of transcendental functions NumPy is faster, while
+    on arithmetic and on small arrays tier 1 is (`_UseReferences(c)` asks the caller to time
+    the references into `c.ref_cost`)."""
+    if _bg.mode() != "tier1" and (c.ref_cost is None or c.t1_cost is not None
+                                  and c.t1_cost > c.ref_cost):
+        raise _UseReferences(c)
     fn = _tier1_of(c, seg)
     if fn is False:
         raise _UseReferences()
@@ -411,7 +425,10 @@ def _call_tier1(c: _Compiled, ins: list, vars_: list, seg: _Segment):
             raise _UseReferences()
     STATS["tier1_runs"] = STATS.get("tier1_runs", 0) + 1
     try:
-        return fn(tuple(args), vs)
+        t0 = time.perf_counter()
+        out = fn(tuple(args), vs)
+        c.t1_cost = time.perf_counter() - t0
+        return out
     except ValueError as e:
         msg = str(e)
         if msg.startswith(ERROR_PREFIX):
@@ -420,6 +437,13 @@ def _call_tier1(c: _Compiled, ins: list, vars_: list, seg: _Segment):
         if strict():
             raise
         raise _UseReferences() from None
+
+
+def _run_steps(ops, env, ctx) -> None:
+    """Run `ops` through their references."""
+    from jitflow.interpreter import run_reference_step
+    for op in ops:
+        run_reference_step(op, env, ctx)
 
 
 def _deferred_host_ops(plan: Plan, fed: set) -> set:
@@ -864,10 +888,10 @@ class Executable:
             if self.single:
                 return self._run_single(feed_values, bufs, state, store)
             return self._run_driver(feed_values, store)
-        except _UseReferences:
+        except _UseReferences as e:
             # the single segment has no kernel for these input classes yet, or none at all
             _undraw(drawn)
-            return self._run_interpreter(feed_values, store)
+            return self._timed_references(e, self._run_interpreter, feed_values, store)
         except _CheckFailed as e:
             # Shapes the kernel was not generated for (or invalid ones): the interpreter
             # gives the answer, or the error TF1 gives, naming the op.
@@ -876,6 +900,18 @@ class Executable:
             if self.debug >= 1:
                 _debug(f"{op.name} ({op.type}): {what}; running this step op by op")
             return self._run_interpreter(feed_values, store)
+
+    @staticmethod
+    def _timed_references(e: Exception, run, *args):
+        """`run(*args)`; when `e` is a `_UseReferences` naming a kernel, its time goes into
+        that kernel's `ref_cost` (see `_call_tier1`)."""
+        c = e.args[0] if isinstance(e, _UseReferences) and e.args else None
+        if c is None:
+            return run(*args)
+        t0 = time.perf_counter()
+        out = run(*args)
+        c.ref_cost = time.perf_counter() - t0
+        return out
 
     def _run_interpreter(self, feed_values, store):
         if self._interp is None:
@@ -1098,12 +1134,12 @@ class Executable:
                         else:
                             _raise_background_error(c)
                             out = _call_tier1(c, ins, bufs, step)
-                    except _UseReferences:
+                            native = None   # in place and chains: Numba kernels only
+                    except _UseReferences as e:
                         if in_place:   # cannot happen: every kernel of this shape is ready
                             raise RuntimeError("jitflow: a kernel of an in-place run "
                                                "became unusable") from None
-                        for op in step.ops:
-                            run_reference_step(op, env, ctx)
+                        self._timed_references(e, _run_steps, step.ops, env, ctx)
                         native = None
                         continue
                     if native is not None:
@@ -1253,14 +1289,12 @@ class Executable:
             else:
                 _raise_background_error(c)
                 out = _call_tier1(c, ins, bufs, seg)
-        except (_UseReferences, _CheckFailed):
+        except (_UseReferences, _CheckFailed) as e:
             # no kernel for these inputs (or shapes it cannot take): the references give the
             # values, or the error TF1 gives, naming the op
-            from jitflow.interpreter import run_reference_step
             env = dict(zip(seg.in_tensors, ins))
             with np.errstate(all="ignore"):
-                for op in seg.ops:
-                    run_reference_step(op, env, ctx)
+                self._timed_references(e, _run_steps, seg.ops, env, ctx)
             for j, t in zip(out_idx, seg.out_tensors):
                 vals[j] = env[t]
             return
