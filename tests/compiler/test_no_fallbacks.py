@@ -136,3 +136,14 @@ def test_conv2d_transpose_with_a_literal_output_shape_compiles(stride, padding):
     res, ex = _run_both([train, loss, y], feed, steps=2)
     assert_same_result(res["numba"][1:], res["interpreter"][1:], rtol=2e-5, atol=2e-5)
     assert ex.all_native
+
+
+def test_a_scalar_random_draw_feeding_the_kernel_compiles():
+    # random_flip_left_right draws one rank-0 uniform before the call (a numpy scalar); the
+    # kernel takes it as a 0-d array
+    x = tf.placeholder(tf.float32, [4, 3, 2])
+    flipped = tf.image.random_flip_left_right(x, seed=1) * 2.0
+    xv = np.arange(24, dtype=np.float32).reshape(4, 3, 2)
+    out, ex = _run_both(flipped, {x: xv}, steps=5)
+    assert_same_result(out["numba"], out["interpreter"])
+    assert ex.single and ex.pre

@@ -416,8 +416,8 @@ def _call_tier1(c: _Compiled, ins: list, vars_: list, seg: _Segment):
     # take other layouts): other inputs are copied (the kernel only reads them), other
     # variable buffers (written in place) run through the references
     for k, a in enumerate(args):
-        f = a.flags
-        if not (f.c_contiguous and f.aligned):
+        # (numpy scalars: a rank-0 random draw made before the call, for one)
+        if type(a) is not np.ndarray or not (a.flags.c_contiguous and a.flags.aligned):
             args[k] = np.array(a, order="C", copy=True)
     for a in vs:
         f = a.flags
@@ -927,8 +927,10 @@ class Executable:
             feed_values = list(feed_values) + self._draw_with_feeds(feed_values, store)
         ins = [feed_values[i] for i in self.in_pos]
         for k, a in enumerate(ins):
-            if not a.flags.c_contiguous:
-                ins[k] = np.ascontiguousarray(a)
+            # (a rank-0 random draw made before the call is a numpy scalar: the kernel reads
+            # a 0-d array)
+            if type(a) is not np.ndarray or not a.flags.c_contiguous:
+                ins[k] = _contig(a)
         key = tuple([a.shape for a in ins] + [b.shape for b in bufs])
         c = self.exact.get(key)
         if c is None:
