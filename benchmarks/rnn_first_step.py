@@ -53,9 +53,16 @@ def main(argv=None) -> int:
     sess.run([loss, train], feed)
     first = time.perf_counter() - t0
     runs = 1
+    tier1_at = None   # wall time of the end of the first run with a tier-1 kernel in it
+    steps = []        # wall time of each run while compiling
     with tqdm(desc="steps while compiling", file=sys.stderr) as bar:
         while background.pending():
+            before = STATS.get("tier1_runs", 0)
+            t = time.perf_counter()
             sess.run([loss, train], feed)
+            steps.append(time.perf_counter() - t)
+            if tier1_at is None and STATS.get("tier1_runs", 0) > before:
+                tier1_at = time.perf_counter() - t0
             runs += 1
             bar.update()
     native = time.perf_counter() - t0
@@ -63,7 +70,11 @@ def main(argv=None) -> int:
     for _ in range(20):
         sess.run([loss, train], feed)
     warm = (time.perf_counter() - t1) / 20
-    print(f"mode {args.mode}: first result {first:.2f} s wall; native code in use at "
+    if steps:
+        print(f"while compiling: {len(steps)} runs, median {np.median(steps) * 1e3:.2f} ms; "
+              "first run with a tier-1 kernel done at "
+              + ("-" if tier1_at is None else f"{tier1_at:.2f} s wall"))
+    print(f"mode {args.mode}: first result {first:.2f} s wall; Numba code in use at "
           f"{native:.2f} s wall after {runs} runs (this process {time.process_time() - c0:.1f} s "
           f"CPU); warm step {warm * 1e3:.2f} ms; compiles here {STATS['compiles']}, "
           f"cache loads {STATS['numba_cache_hits']}")
