@@ -75,7 +75,8 @@ def split(ops: list, above: int = None, window: int = None) -> list:
     """`ops` as one list when it has at most `above` ops, else as chunks cut by content.
 
     Constants used by a chunk but produced in an earlier one are repeated in the chunk, so a
-    kernel sees its scalar constants as literals wherever they were created."""
+    kernel sees its scalar constants as literals wherever they were created; so are variable
+    reads the chunks in between cannot change (see `_read_of`)."""
     above = SPLIT_ABOVE if above is None else above
     window = WINDOW if window is None else window
     if len(ops) <= above:
@@ -87,9 +88,14 @@ def split(ops: list, above: int = None, window: int = None) -> list:
     if start < len(ops):
         chunks.append(ops[start:])
     owner = {}
+    touched = []   # per chunk: the variables its ops use other than by a plain read
     for k, chunk in enumerate(chunks):
+        mine = set()
         for op in chunk:
             owner[op] = k
+            if _read_of(op) is None:
+                mine.update(t.op for t in op.inputs if t.op.type == "VariableV2")
+        touched.append(mine)
     out = []
     for k, chunk in enumerate(chunks):
         local = set(chunk)
@@ -97,8 +103,26 @@ def split(ops: list, above: int = None, window: int = None) -> list:
         for op in chunk:
             for t in op.inputs:
                 src = t.op
-                if (src.type == "Const" and src not in local and owner.get(src, k) < k
-                        and src not in extra):
+                if src in local or owner.get(src, k) >= k or src in extra:
+                    continue
+                var = _read_of(src)
+                if src.type == "Const" or var is not None and not any(
+                        var in touched[j] for j in range(owner[src], k)):
                     extra.append(src)
         out.append(extra + chunk)
     return out
+
+
+def _read_of(op):
+    """The variable (VariableV2 op) that `op` reads when it is a plain read (an Identity of the
+    variable without control inputs), else None.
+
+    A chunk using a read made in an earlier chunk repeats the read when no chunk from that
+    one up to this one may write the variable (uses it other than by a plain read): it then
+    reads the same value from the variable itself, and the earlier kernel need not hand over
+    a copy (a kernel result that is a variable is copied, since later kernels may write the
+    variable in place). The chunk's own writes are ordered by its kernel."""
+    if op.type != "Identity" or len(op.inputs) != 1 or getattr(op, "control_inputs", ()):
+        return None
+    src = op.inputs[0].op
+    return src if src.type == "VariableV2" else None

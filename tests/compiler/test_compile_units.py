@@ -328,3 +328,44 @@ def test_background_mode_has_a_helper_process_compile_into_the_disk_cache(tmp_pa
     # this process loaded the kernel the helper compiled: a cache hit, no compile here
     assert STATS["compiles"] == compiles and STATS["numba_cache_hits"] == hits + 1
     assert list(tmp_path.glob("__pycache__/*.nbi"))
+
+
+def test_a_read_is_repeated_in_a_later_chunk_unless_a_chunk_between_may_write_it():
+    for write in (False, True):
+        var = _Op("VariableV2")
+        read = _Op("Identity", [var])
+        ops = [var, read] + ([_Op("AssignAdd", [var, read])] if write else [])
+        body = _periodic(20)
+        consumer = _Op("Mul", [body[-1], read])
+        chunks = partition.split(ops + body + [consumer], above=16, window=16)
+        home = next(i for i, c in enumerate(chunks) if consumer in c)
+        assert home > 1 and read in chunks[0]
+        assert (read in chunks[home]) == (not write), [_shape(c) for c in chunks]
+
+
+def test_split_training_steps_read_the_weights_in_each_kernel_instead_of_copying(small_kernels):
+    rng = np.random.default_rng(2)
+    x = tf.placeholder(tf.float32, [None, 8])
+    h = x
+    for k in range(6):
+        w = tf.Variable(rng.standard_normal((8, 8)).astype(np.float32) * 0.4, name=f"w{k}")
+        h = tf.tanh(tf.matmul(h, w))
+    loss = tf.reduce_mean(tf.square(h))
+    train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+    feed = {x: rng.standard_normal((5, 8)).astype(np.float32)}
+    out = {}
+    for backend in ("interpreter", "numba"):
+        with tf.Session(backend=backend) as sess:
+            sess.run(tf.global_variables_initializer())
+            out[backend] = [sess.run([train, loss], feed)[1] for _ in range(3)]
+            if backend == "numba":
+                sources = [c.tagged for spec in sess._specs.values()
+                           if isinstance(spec.executable, Executable)
+                           and not spec.executable.single
+                           for _, c in spec.executable.sources(None, sess._store)]
+    assert_same_result(out["numba"], out["interpreter"])
+    # the backward kernels use the forward's reads of the weights: each reads the variable
+    # itself (no kernel between writes it) rather than a copy handed over by the forward
+    copies = [line for src in sources for line in src.splitlines()
+              if re.search(r"= v\d+\.copy\(\)", line)]
+    assert len(sources) > 2 and not copies, copies
