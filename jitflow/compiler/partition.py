@@ -49,14 +49,40 @@ def _hashes(ops) -> list:
     return out
 
 
+def _crossings(ops) -> list:
+    """For each position i: how many values made at or before i are used after it (what a cut
+    after i hands from one kernel to the next). Constants (repeated in each chunk) and
+    variables (kernel arguments) do not count."""
+    where = {op: i for i, op in enumerate(ops)}
+    last: dict = {}
+    for i, op in enumerate(ops):
+        for t in op.inputs:
+            p = where.get(t.op)
+            if p is not None and p < i and t.op.type not in ("Const", "VariableV2"):
+                last[(p, t.value_index)] = i
+    diff = [0] * (len(ops) + 1)
+    for (p, _), q in last.items():
+        diff[p] += 1
+        diff[q] -= 1
+    out, run = [], 0
+    for d in diff[:-1]:
+        run += d
+        out.append(run)
+    return out
+
+
 def cut_points(ops, window: int) -> list:
     """Positions after which `ops` is cut.
 
-    Each chunk ends at the rightmost position holding the smallest hash among the positions
-    that give it between window/2 and window ops. In a stretch that repeats with a period of
-    at most window/2, that is the same phase of the repetition every time, so the chunks
-    there all have the same length and the same content."""
+    Each chunk ends, among the positions that give it between window/2 and window ops, at one
+    where the fewest values cross the cut (each crossing value is stored by one kernel and
+    read back by the next, where one kernel would have kept it in a register: an optimizer's
+    per-variable update cut in the middle stores and rereads two arrays of the variable's
+    size), and among those at the rightmost holding the smallest hash. In a stretch that
+    repeats with a period of at most window/2 both are periodic, so that is the same phase of
+    the repetition every time, and the chunks there all have the same length and content."""
     h = _hashes(ops)
+    x = _crossings(ops)
     n = len(h)
     cuts = []
     start = 0
@@ -64,7 +90,7 @@ def cut_points(ops, window: int) -> list:
     while n - start > window:
         best = start + lo - 1
         for i in range(best, start + window):
-            if h[i] <= h[best]:
+            if (x[i], h[i]) <= (x[best], h[best]):
                 best = i
         cuts.append(best)
         start = best + 1

@@ -369,3 +369,21 @@ def test_split_training_steps_read_the_weights_in_each_kernel_instead_of_copying
     copies = [line for src in sources for line in src.splitlines()
               if re.search(r"= v\d+\.copy\(\)", line)]
     assert len(sources) > 2 and not copies, copies
+
+
+def test_cuts_fall_where_the_fewest_values_cross():
+    # independent chains (an optimizer's per-variable updates): inside a chain each cut would
+    # hand intermediate values to the next kernel, between chains only the shared input
+    ops = [_Op("Placeholder")]
+    ends = []
+    for _ in range(30):
+        a = _Op("Exp", [ops[0]])
+        b = _Op("Mul", [a, ops[0]])
+        c = _Op("Add", [b, a])
+        d = _Op("Sqrt", [c])
+        e = _Op("RealDiv", [d, b])
+        f = _Op("Tanh", [e])
+        ops += [a, b, c, d, e, f]
+        ends.append(len(ops) - 1)
+    cuts = partition.cut_points(ops, 16)
+    assert cuts and set(cuts) <= set(ends), (cuts, ends)
