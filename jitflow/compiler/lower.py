@@ -629,9 +629,10 @@ class Lowerer:
         self.stmts.append(AssignVar(var, expr, mode, pos))
         out = op.outputs[0]
         if self.uses.get(out, 0) and out not in self.fed:
-            c = self.buf(var.dtype, var.ones, var.dims)
-            self.stmts.append(CopyVar(c, var, pos))
-            self.info[out] = c
+            # the new value is read from the variable itself: a later write of the variable in
+            # this kernel first copies what still needs it (above), and a kernel result that
+            # is the variable is returned as a copy (`lower`)
+            self.info[out] = var
 
 
 def _shift_axes(e, k: int):

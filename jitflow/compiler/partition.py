@@ -49,14 +49,40 @@ def _hashes(ops) -> list:
     return out
 
 
+def _crossings(ops) -> list:
+    """For each position i: how many values made at or before i are used after it (what a cut
+    after i hands from one kernel to the next). Constants (repeated in each chunk) and
+    variables (kernel arguments) do not count."""
+    where = {op: i for i, op in enumerate(ops)}
+    last: dict = {}
+    for i, op in enumerate(ops):
+        for t in op.inputs:
+            p = where.get(t.op)
+            if p is not None and p < i and t.op.type not in ("Const", "VariableV2"):
+                last[(p, t.value_index)] = i
+    diff = [0] * (len(ops) + 1)
+    for (p, _), q in last.items():
+        diff[p] += 1
+        diff[q] -= 1
+    out, run = [], 0
+    for d in diff[:-1]:
+        run += d
+        out.append(run)
+    return out
+
+
 def cut_points(ops, window: int) -> list:
     """Positions after which `ops` is cut.
 
-    Each chunk ends at the rightmost position holding the smallest hash among the positions
-    that give it between window/2 and window ops. In a stretch that repeats with a period of
-    at most window/2, that is the same phase of the repetition every time, so the chunks
-    there all have the same length and the same content."""
+    Each chunk ends, among the positions that give it between window/2 and window ops, at one
+    where the fewest values cross the cut (each crossing value is stored by one kernel and
+    read back by the next, where one kernel would have kept it in a register: an optimizer's
+    per-variable update cut in the middle stores and rereads two arrays of the variable's
+    size), and among those at the rightmost holding the smallest hash. In a stretch that
+    repeats with a period of at most window/2 both are periodic, so that is the same phase of
+    the repetition every time, and the chunks there all have the same length and content."""
     h = _hashes(ops)
+    x = _crossings(ops)
     n = len(h)
     cuts = []
     start = 0
@@ -64,7 +90,7 @@ def cut_points(ops, window: int) -> list:
     while n - start > window:
         best = start + lo - 1
         for i in range(best, start + window):
-            if h[i] <= h[best]:
+            if (x[i], h[i]) <= (x[best], h[best]):
                 best = i
         cuts.append(best)
         start = best + 1
@@ -75,7 +101,8 @@ def split(ops: list, above: int = None, window: int = None) -> list:
     """`ops` as one list when it has at most `above` ops, else as chunks cut by content.
 
     Constants used by a chunk but produced in an earlier one are repeated in the chunk, so a
-    kernel sees its scalar constants as literals wherever they were created."""
+    kernel sees its scalar constants as literals wherever they were created; so are variable
+    reads the chunks in between cannot change (see `_read_of`)."""
     above = SPLIT_ABOVE if above is None else above
     window = WINDOW if window is None else window
     if len(ops) <= above:
@@ -87,19 +114,25 @@ def split(ops: list, above: int = None, window: int = None) -> list:
     if start < len(ops):
         chunks.append(ops[start:])
     owner = {}
+    touched = []   # per chunk: the variables its ops use other than by a plain read
     for k, chunk in enumerate(chunks):
+        mine = set()
         for op in chunk:
             owner[op] = k
+            if _read_of(op) is None:
+                mine.update(t.op for t in op.inputs if t.op.type == "VariableV2")
+        touched.append(mine)
     shape_like = _shape_computations(ops)
     out = []
     for k, chunk in enumerate(chunks):
-        out.append(_repeated(chunk, k, owner, shape_like) + chunk)
+        out.append(_repeated(chunk, k, owner, shape_like, touched) + chunk)
     return out
 
 
-def _repeated(chunk: list, k: int, owner: dict, shape_like: set) -> list:
-    """The constants and shape computations of earlier chunks that chunk `k` reads, with the
-    ones they read in turn, in graph order."""
+def _repeated(chunk: list, k: int, owner: dict, shape_like: set, touched: list) -> list:
+    """What chunk `k` reads from earlier chunks and computes again itself, in graph order:
+    constants, shape computations (with the ones they read in turn), and variable reads that
+    no chunk from the read's own up to this one may write."""
     local = set(chunk)
     extra: list = []
     seen: set = set()
@@ -115,7 +148,9 @@ def _repeated(chunk: list, k: int, owner: dict, shape_like: set) -> list:
                 if src in local or src in seen or owner.get(src, k) >= k:
                     continue
                 if src.type != "Const" and src not in shape_like:
-                    continue
+                    var = _read_of(src)
+                    if var is None or any(var in touched[j] for j in range(owner[src], k)):
+                        continue
                 seen.add(src)
                 stack.append((src, True))
                 stack.extend((u.op, False) for u in reversed(src.inputs))
@@ -141,3 +176,18 @@ def _shape_computations(ops) -> set:
               and all(t.op.type == "Const" or t.op in out for t in op.inputs)):
             out.add(op)
     return out
+
+
+def _read_of(op):
+    """The variable (VariableV2 op) that `op` reads when it is a plain read (an Identity of the
+    variable without control inputs), else None.
+
+    A chunk using a read made in an earlier chunk repeats the read when no chunk from that
+    one up to this one may write the variable (uses it other than by a plain read): it then
+    reads the same value from the variable itself, and the earlier kernel need not hand over
+    a copy (a kernel result that is a variable is copied, since later kernels may write the
+    variable in place). The chunk's own writes are ordered by its kernel."""
+    if op.type != "Identity" or len(op.inputs) != 1 or getattr(op, "control_inputs", ()):
+        return None
+    src = op.inputs[0].op
+    return src if src.type == "VariableV2" else None

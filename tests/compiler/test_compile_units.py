@@ -441,3 +441,62 @@ def test_a_failing_check_on_the_chain_raises_tf1s_error_and_the_next_run_recover
         assert_same_result(sess.run(y, {x: xv, idx: [3, 1]}), want, 1e-6, 1e-6)
     # the chain met the bad index; the general path then gave TF1's error
     assert calls == [True, "_CheckFailed", True], calls
+
+
+def test_a_read_is_repeated_in_a_later_chunk_unless_a_chunk_between_may_write_it():
+    for write in (False, True):
+        var = _Op("VariableV2")
+        read = _Op("Identity", [var])
+        ops = [var, read] + ([_Op("AssignAdd", [var, read])] if write else [])
+        body = _periodic(20)
+        consumer = _Op("Mul", [body[-1], read])
+        chunks = partition.split(ops + body + [consumer], above=16, window=16)
+        home = next(i for i, c in enumerate(chunks) if consumer in c)
+        assert home > 1 and read in chunks[0]
+        assert (read in chunks[home]) == (not write), [_shape(c) for c in chunks]
+
+
+def test_split_training_steps_read_the_weights_in_each_kernel_instead_of_copying(small_kernels):
+    rng = np.random.default_rng(2)
+    x = tf.placeholder(tf.float32, [None, 8])
+    h = x
+    for k in range(6):
+        w = tf.Variable(rng.standard_normal((8, 8)).astype(np.float32) * 0.4, name=f"w{k}")
+        h = tf.tanh(tf.matmul(h, w))
+    loss = tf.reduce_mean(tf.square(h))
+    train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+    feed = {x: rng.standard_normal((5, 8)).astype(np.float32)}
+    out = {}
+    for backend in ("interpreter", "numba"):
+        with tf.Session(backend=backend) as sess:
+            sess.run(tf.global_variables_initializer())
+            out[backend] = [sess.run([train, loss], feed)[1] for _ in range(3)]
+            if backend == "numba":
+                sources = [c.tagged for spec in sess._specs.values()
+                           if isinstance(spec.executable, Executable)
+                           and not spec.executable.single
+                           for _, c in spec.executable.sources(None, sess._store)]
+    assert_same_result(out["numba"], out["interpreter"])
+    # the backward kernels use the forward's reads of the weights: each reads the variable
+    # itself (no kernel between writes it) rather than a copy handed over by the forward
+    copies = [line for src in sources for line in src.splitlines()
+              if re.search(r"= v\d+\.copy\(\)", line)]
+    assert len(sources) > 2 and not copies, copies
+
+
+def test_cuts_fall_where_the_fewest_values_cross():
+    # independent chains (an optimizer's per-variable updates): inside a chain each cut would
+    # hand intermediate values to the next kernel, between chains only the shared input
+    ops = [_Op("Placeholder")]
+    ends = []
+    for _ in range(30):
+        a = _Op("Exp", [ops[0]])
+        b = _Op("Mul", [a, ops[0]])
+        c = _Op("Add", [b, a])
+        d = _Op("Sqrt", [c])
+        e = _Op("RealDiv", [d, b])
+        f = _Op("Tanh", [e])
+        ops += [a, b, c, d, e, f]
+        ends.append(len(ops) - 1)
+    cuts = partition.cut_points(ops, 16)
+    assert cuts and set(cuts) <= set(ends), (cuts, ends)

@@ -115,6 +115,14 @@ def test_matmul_with_transposes_and_epilogue(ta, tb):
     both(tf.nn.relu(tf.matmul(a, b, transpose_a=ta, transpose_b=tb) + 1.0), {a: av, b: bv})
 
 
+@pytest.mark.parametrize("rows", [8, 100])   # the transposed BLAS call and the plain one
+def test_a_times_b_transposed_with_few_rows_matches_the_interpreter(rows):
+    a = tf.placeholder(tf.float32, [None, 300])
+    b = tf.placeholder(tf.float32, [None, 300])
+    y = tf.nn.relu(tf.matmul(a, b, transpose_b=True) - 0.5)
+    both(y, {a: rand(rows, 300), b: rand(40 if rows < 64 else 120, 300, seed=1)})
+
+
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, True)])
 def test_integer_matmul_runs_in_loops(ta, tb):
     a = tf.placeholder(tf.int32, [None, None])

@@ -46,6 +46,12 @@ CONV_CASES = [
     ((9, 8), (2, 3), (1, 1), "VALID", (2, 1), 2, 3),
     ((4, 4), (4, 4), (1, 1), "VALID", (1, 1), 1, 1),   # one output pixel
     ((1, 1), (3, 3), (1, 1), "SAME", (1, 1), 3, 2),    # a 1x1 image
+    # one channel (transposed patches): strided, a window wider than the image
+    ((7, 9), (5, 5), (2, 3), "SAME", (1, 1), 1, 4),
+    ((2, 3), (5, 5), (1, 1), "SAME", (1, 1), 1, 2),
+    # more channels than the transposed patches take: row patches
+    ((7, 6), (3, 3), (2, 1), "SAME", (1, 1), 5, 3),
+    ((9, 8), (3, 2), (1, 1), "SAME", (2, 3), 4, 2),
 ]
 
 
@@ -64,6 +70,18 @@ def test_conv2d_and_its_gradients_match_the_interpreter(case, dtype):
         res = _both([y, gx, gf], {x: xv})
         tol = 2e-5 if dtype == "float32" else 1e-11
         assert_same_result(res["numba"], res["interpreter"], rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("cin", [1, 5])
+def test_convolutions_over_several_patch_blocks_match_the_interpreter(cin):
+    """Enough output rows for several blocks of patches (the filter gradient sums over
+    blocks), with one channel (transposed patches) and with several (row patches)."""
+    x = tf.placeholder("float64", [None, 16, 16, cin])
+    f = tf.Variable(RNG.standard_normal((5, 5, cin, 3)))
+    y = tf.nn.conv2d(x, f, [1, 1, 1, 1], "SAME")
+    gx, gf = tf.gradients(tf.reduce_sum(tf.sin(y)), [x, f])
+    res = _both([y, gx, gf], {x: RNG.standard_normal((48, 16, 16, cin))})
+    assert_same_result(res["numba"], res["interpreter"], rtol=1e-11, atol=1e-11)
 
 
 POOL_CASES = [

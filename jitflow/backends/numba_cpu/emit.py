@@ -347,6 +347,11 @@ class _Writer:
                 self.emit(depth, f"{name} = np.ascontiguousarray({b})", s.op)
             b = name
         if s.out.dtype.startswith("float"):
+            lib = self.library()
+            if lib and s.tb and not s.ta and shared is None:
+                # a @ b.T: the library picks the faster BLAS orientation for the shape
+                self.emit(depth, f"{lib}.dot_nt({s.a.name}, {s.b.name}, {s.out.name})", s.op)
+                return
             self.emit(depth, f"np.dot({a}, {b}, {s.out.name})", s.op)
             return
         # integers: no BLAS; loops in i-k-j order, accumulating into the output rows

@@ -9,7 +9,10 @@ the smaller half before. VALID pads nothing.
 
 Convolutions are im2col + GEMM: the patches of a block of output rows are copied into a column
 buffer (about `_COL_ELEMS` elements, so the block stays in cache while BLAS reads it) and one
-`np.dot` per block multiplies them by the filter seen as a [kh * kw * in, out] matrix. A 1x1
+`np.dot` per block multiplies them by the filter seen as a [kh * kw * in, out] matrix. With at
+most `_FEW_CHANNELS` input channels (a first layer on images) the block is transposed, one row
+per tap and whole output image rows per block: copying a patch row of one or three elements at
+a time cost more than the GEMM, a tap's run of output positions is one long copy. A 1x1
 convolution with unit strides is one GEMM on the input itself. The filter gradient is the sum
 over blocks of patches^T x output-gradient rows, the input gradient scatters the rows of
 output-gradient x filter^T back onto the input (col2im). Pooling and depthwise convolutions are
@@ -31,6 +34,7 @@ __all__ = ["conv2d", "conv2d_input_grad", "conv2d_filter_grad", "depthwise_conv2
            "avg_pool", "avg_pool_grad", "pad_before", "CACHE_TOKEN"]
 
 _COL_ELEMS = 1 << 18     # elements of one block of im2col patches (1 MiB of float32)
+_FEW_CHANNELS = 3        # inputs with at most this many channels use transposed patches
 _OPTIONS = dict(error_model="numpy", fastmath={"contract"}, nogil=True)
 _NO_CFUNC = dict(no_cfunc_wrapper=True)   # called from kernels and Python only
 # compiled once per machine: Numba caches them on disk (jitflow lets it read only private cache
@@ -84,6 +88,60 @@ def _fill_cols(x, cols, r0, nr, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw):
 
 
 @_inline
+def _fill_cols_t(x, colt, q0, nq, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw):
+    """The transposed patches of the output image rows q0 .. q0 + nq (q = b * oh + y):
+    colt[k, (q - q0) * ow + z] = tap k, in (i, j, c) order, of output position (b, y, z); 0 in
+    the padding. Each tap of an image row is one run of ow elements (contiguous for unit
+    strides and one channel), so this beats `_fill_cols` when the channels are few."""
+    _, h, w, c = x.shape
+    zero = x.dtype.type(0)
+    for qq in range(nq):
+        q = q0 + qq
+        b = q // oh
+        y = q - b * oh
+        rb = qq * ow
+        for i in range(kh):
+            iy = y * sh + i * dh - ph
+            inside = 0 <= iy < h
+            for j in range(kw):
+                off = j * dw - pw
+                # the positions z of the row whose tap lies inside: 0 <= z * sw + off < w
+                zlo = 0 if off >= 0 else min((-off + sw - 1) // sw, ow)
+                zhi = 0 if w - 1 - off < 0 else min((w - 1 - off) // sw + 1, ow)
+                if zhi < zlo or not inside:
+                    zhi = zlo
+                ix0 = zlo * sw + off
+                for ch in range(c):
+                    k = (i * kw + j) * c + ch
+                    for z in range(zlo):
+                        colt[k, rb + z] = zero
+                    if zhi > zlo and ix0 >= 0:
+                        dst = colt[k, rb + zlo:rb + zhi]
+                        if sw == 1:
+                            src = x[b, iy, ix0:ix0 + zhi - zlo, ch]
+                            for t in range(zhi - zlo):
+                                dst[t] = src[t]
+                        else:
+                            for t in range(zhi - zlo):
+                                dst[t] = x[b, iy, ix0 + t * sw, ch]
+                    for z in range(zhi, ow):
+                        colt[k, rb + z] = zero
+
+
+@_inline
+def _image_rows(oh, ow, kd):
+    """Output image rows per block of transposed patches (about _COL_ELEMS elements)."""
+    return max(_COL_ELEMS // max(kd * ow, 1), 1)
+
+
+@_inline
+def _add_into(acc, part):
+    for k in range(acc.shape[0]):
+        for o in range(acc.shape[1]):
+            acc[k, o] += part[k, o]
+
+
+@_inline
 def _is_pointwise(kh, kw, sh, sw, ph, pw, h, w, oh, ow):
     return kh == 1 and kw == 1 and sh == 1 and sw == 1 and ph == 0 and pw == 0 \
         and oh == h and ow == w
@@ -108,6 +166,16 @@ def conv2d(x, f, out, sh, sw, dh, dw, same):
     f2 = f.reshape((kd, co))
     if _is_pointwise(kh, kw, sh, sw, ph, pw, h, w, oh, ow):
         np.dot(x.reshape((m, c)), f2, out2)
+        return
+    if c <= _FEW_CHANNELS:
+        per = _image_rows(oh, ow, kd)
+        buf = np.empty(min(per, n * oh) * ow * kd, x.dtype)
+        for q0 in range(0, n * oh, per):
+            nq = min(per, n * oh - q0)
+            nr = nq * ow
+            colt = buf[:kd * nr].reshape((kd, nr))
+            _fill_cols_t(x, colt, q0, nq, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw)
+            np.dot(colt.T, f2, out2[q0 * ow:q0 * ow + nr])
         return
     rows = _block_rows(m, kd)
     cols = np.empty((rows, kd), x.dtype)
@@ -179,9 +247,24 @@ def conv2d_filter_grad(x, g, df, sh, sw, dh, dw, same):
     if _is_pointwise(kh, kw, sh, sw, ph, pw, h, w, oh, ow):
         np.dot(x.reshape((m, c)).T, g2, df2)
         return
+    part = np.empty((kd, co), df.dtype)
+    if c <= _FEW_CHANNELS:
+        per = _image_rows(oh, ow, kd)
+        buf = np.empty(min(per, n * oh) * ow * kd, x.dtype)
+        for q0 in range(0, n * oh, per):
+            nq = min(per, n * oh - q0)
+            nr = nq * ow
+            colt = buf[:kd * nr].reshape((kd, nr))
+            _fill_cols_t(x, colt, q0, nq, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw)
+            g_rows = g2[q0 * ow:q0 * ow + nr]
+            if q0 == 0:
+                np.dot(colt, g_rows, df2)
+            else:
+                np.dot(colt, g_rows, part)
+                _add_into(df2, part)
+        return
     rows = _block_rows(m, kd)
     cols = np.empty((rows, kd), x.dtype)
-    part = np.empty((kd, co), df.dtype)
     for r0 in range(0, m, rows):
         nr = min(rows, m - r0)
         _fill_cols(x, cols, r0, nr, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw)
@@ -189,9 +272,7 @@ def conv2d_filter_grad(x, g, df, sh, sw, dh, dw, same):
             np.dot(cols[:nr].T, g2[r0:r0 + nr], df2)
         else:
             np.dot(cols[:nr].T, g2[r0:r0 + nr], part)
-            for k in range(kd):
-                for o in range(co):
-                    df2[k, o] += part[k, o]
+            _add_into(df2, part)
 
 
 # -- depthwise convolution: filter [kh, kw, c, mult], output channel c * mult + q -------------

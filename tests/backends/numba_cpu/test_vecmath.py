@@ -440,3 +440,17 @@ def test_empty_allocates_c_contiguous_arrays_of_any_rank():
     assert (a == 1.5).all() and b.shape == () and b.dtype == np.int64 and b[()] == 7
     assert c.shape == (0,) and c.dtype == np.bool_
     assert d.shape == (5,) and d.strides == (8,) and (d == 2.0).all()
+
+
+@pytest.mark.parametrize("m,k,n", [(8, 300, 40), (3, 256, 12), (64, 512, 256),   # b @ a.T path
+                                   (8, 10, 40), (65, 300, 400), (16, 300, 60),     # np.dot path
+                                   (0, 300, 40), (5, 300, 0)])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_dot_nt_is_a_times_b_transposed(m, k, n, dtype):
+    rng = np.random.default_rng(m * 1000 + k + n)
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((n, k)).astype(dtype)
+    out = np.full((m, n), np.nan, dtype)
+    vm.dot_nt(a, b, out)
+    tol = 1e-4 if dtype == F32 else 1e-12
+    np.testing.assert_allclose(out, a.astype(F64) @ b.astype(F64).T, rtol=tol, atol=tol * k)
