@@ -1,7 +1,9 @@
-"""First training step of an unrolled tanh RNN (hidden 128, 20 steps, batch 32, Adam) with an
-empty kernel cache: when the first result comes, and when every kernel runs native code.
+"""First training step of an unrolled tanh RNN (hidden 128, 20 steps, batch 32, Adam), or with
+--model cnn of the LeNet-style CNN (batch 32, Adam), with an empty kernel cache: when the
+first result comes, and when every kernel runs native code.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/rnn_first_step.py [--mode background|thread|sync]
+        [--model rnn|cnn]
 
 Runs in this process (set JITFLOW_CACHE_DIR to an empty directory for a cold cache; by default
 a fresh temporary one is used). Keeps running steps until the background compiler is idle.
@@ -33,10 +35,33 @@ def build(tf, np, t_steps: int = 20, hidden: int = 128, batch: int = 32, width: 
     return loss, train, feed
 
 
+def build_cnn(tf, np, batch: int = 32):
+    """The LeNet-style CNN of the benchmarks (model_cases.py) with Adam: (loss, train, feed)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from benchmarks.model_cases import cnn_data
+    d = cnn_data(batch)(np.random.default_rng(0))
+    x = tf.placeholder(tf.float32, [None, 28, 28, 1])
+    y = tf.placeholder(tf.float32, [None, 10])
+    w1, b1, w2, b2, w3, b3, w4, b4 = [tf.Variable(p) for p in d["params"]]
+    h = tf.nn.relu(tf.nn.conv2d(x, w1, [1, 1, 1, 1], "SAME") + b1)
+    h = tf.nn.max_pool(h, [1, 2, 2, 1], [1, 2, 2, 1], "SAME")
+    h = tf.nn.relu(tf.nn.conv2d(h, w2, [1, 1, 1, 1], "SAME") + b2)
+    h = tf.nn.max_pool(h, [1, 2, 2, 1], [1, 2, 2, 1], "SAME")
+    h = tf.nn.relu(tf.matmul(tf.reshape(h, [-1, 7 * 7 * 64]), w3) + b3)
+    logits = tf.matmul(h, w4) + b4
+    loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits_v2(labels=y, logits=logits))
+    train = tf.train.AdamOptimizer(1e-3).minimize(loss)
+    return loss, train, {x: d["X"], y: d["Y"]}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mode", default="background", choices=["background", "thread", "sync"])
     ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--model", default="rnn", choices=["rnn", "cnn"],
+                    help="the unrolled RNN (default) or the LeNet-style CNN, batch 32")
     args = ap.parse_args(argv)
     os.environ["JITFLOW_COMPILE"] = args.mode
     os.environ.setdefault("JITFLOW_CACHE_DIR", tempfile.mkdtemp(prefix="jitflow-rnn-"))
@@ -46,7 +71,8 @@ def main(argv=None) -> int:
     import jitflow as tf
     from jitflow.compiler import background
     from jitflow.compiler.cpu import STATS
-    loss, train, feed = build(tf, np, args.steps)
+    loss, train, feed = (build(tf, np, args.steps) if args.model == "rnn"
+                         else build_cnn(tf, np))
     sess = tf.Session()
     sess.run(tf.global_variables_initializer())
     t0, c0 = time.perf_counter(), time.process_time()
