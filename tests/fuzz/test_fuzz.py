@@ -9,7 +9,7 @@ import pytest
 from fuzz.generator import generate
 from fuzz.runner import check, shrink
 
-SAMPLE = 60           # programs in `make test` on the Numba kernels (`make fuzz` runs more)
+SAMPLE = 40           # programs in `make test` on the Numba kernels (`make fuzz` runs more)
 TIER1_SAMPLE = 1000   # programs on tier 1 (compiles in milliseconds: ~10 s for all of them)
 CHUNK = 10            # programs per test (xdist distributes tests)
 TF_SAMPLE = 60        # programs also checked against TensorFlow, when it is installed

@@ -27,8 +27,12 @@ def test_op_matches_numpy_on_every_backend(ex, dtype):
     phs, out = build_example(ex, arrays)
     feed = dict(zip(phs, arrays))
     results = {}
+    # the Numba kernel of a float64 example whose float32 form is also an example is the same
+    # source in the other float type: that compile is left to the fuzzer's float64 programs
+    # (each costs the suite ~0.3 s); the interpreter checks every dtype against NumPy
+    f64_dup = dtype == "float64" and "float32" in ex.dtypes
     for name in _BACKENDS:
-        if name == "cuda":
+        if name == "cuda" or f64_dup and name != "interpreter":
             continue
         with tf.Session(backend=name) as sess:
             results[name] = sess.run(out, feed)
