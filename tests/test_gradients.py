@@ -32,13 +32,23 @@ def _grad_params():
     for d in all_op_defs():
         if not d.differentiable or d.stateful or d.kind == "random":
             continue
+        first = True
         for i, ex in enumerate(d.examples):
             if not ex.grad:
                 continue
             spec = _grad_dtype(ex)
             if spec is None:
                 continue
+            if not first:
+                _LATER.add(id(ex))
+            first = False
             yield pytest.param(ex, spec, id=f"{d.type}-{ex.id or i}")
+
+
+# examples after an op's first: on the compiled backend their gradients run on tier 1 (compiled
+# in milliseconds), the first example of each op on the Numba kernels (each Numba compile
+# costs the suite ~0.5 s; the registry and the fuzzer check Numba against the interpreter)
+_LATER: set = set()
 
 
 def _float_outputs(out) -> list:
@@ -47,8 +57,10 @@ def _float_outputs(out) -> list:
 
 
 @pytest.mark.parametrize("ex,dtype", list(_grad_params()))
-def test_gradient_matches_finite_differences(ex, dtype, backend):
+def test_gradient_matches_finite_differences(ex, dtype, backend, monkeypatch):
     """d sum(out * W) / d x from tf.gradients equals central differences (float64)."""
+    if backend == "numba" and id(ex) in _LATER:
+        monkeypatch.setenv("JITFLOW_COMPILE", "tier1")
     arrays = example_inputs(ex, dtype, seed=1)
     phs, out = build_example(ex, arrays)
     outs = _float_outputs(out)
