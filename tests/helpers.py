@@ -106,3 +106,16 @@ def central_difference(f, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
         flat[i] = old
         gflat[i] = (hi - lo) / (2 * eps)
     return grad
+
+
+def registry_params():
+    """pytest params (example, dtype) for every example of every registered op, with ids
+    "<op>-<example id or index>-<dtype>"."""
+    import pytest
+
+    from jitflow.ops.registry import all_op_defs
+    for d in all_op_defs():
+        for i, ex in enumerate(d.examples):
+            for dt in ex.dtypes:
+                label = dt if isinstance(dt, str) else "-".join(dt)
+                yield pytest.param(ex, dt, id=f"{d.type}-{ex.id or i}-{label}")

@@ -7,21 +7,11 @@ import numpy as np
 import pytest
 
 import jitflow as tf
-from helpers import assert_same_result, build_example, example_inputs
+from helpers import assert_same_result, build_example, example_inputs, registry_params
 from jitflow.ops.registry import all_op_defs
 from jitflow.session import _BACKENDS
 
-EXAMPLES = [(d.type, i, ex) for d in all_op_defs() for i, ex in enumerate(d.examples)]
-
-
-def _params():
-    for op_type, i, ex in EXAMPLES:
-        for dt in ex.dtypes:
-            label = dt if isinstance(dt, str) else "-".join(dt)
-            yield pytest.param(ex, dt, id=f"{op_type}-{ex.id or i}-{label}")
-
-
-@pytest.mark.parametrize("ex,dtype", list(_params()))
+@pytest.mark.parametrize("ex,dtype", list(registry_params()))
 def test_op_matches_numpy_on_every_backend(ex, dtype):
     arrays = example_inputs(ex, dtype)
     phs, out = build_example(ex, arrays)

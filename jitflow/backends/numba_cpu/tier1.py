@@ -474,13 +474,13 @@ class _Gen:
             if a.dt == "bool":
                 raise Unsupported("negation of a bool")
             return _V(self.op(f"sub i64 0, {a.t}"), "int64")
-        if f == "pow":
+        if f in ("pow", "atan2"):   # libm's, in the wider float type of the two
             a, b = s
             if a.dt not in _FLOATS or b.dt not in _FLOATS:
-                raise Unsupported("pow of integers")
+                raise Unsupported(f"{f} of integers")
             t = self.unify(a.dt, b.dt, f)
             a, b = self.conv(a, t), self.conv(b, t)
-            return _V(self.call("pow", t, [a.t, b.t]), t)
+            return _V(self.call(f, t, [a.t, b.t]), t)
         if f in ("floordiv", "floormod", "truncdiv", "truncmod"):
             return self.division(f, s[0], s[1], dtype.startswith("float"))
         if f in ("maximum", "minimum"):
@@ -527,13 +527,6 @@ class _Gen:
             return _V(self.op(f"select i1 {gt}, i64 1, i64 {x}"), a.dt)
         if f in ("sqrt", "exp", "log", "sin", "cos", "floor", "ceil", "rint") or f in _LIBM:
             return self.fmath(f, s[0])
-        if f == "atan2":
-            a, b = s
-            if a.dt not in _FLOATS or b.dt not in _FLOATS:
-                raise Unsupported("atan2 of integers")
-            t = self.unify(a.dt, b.dt, f)
-            a, b = self.conv(a, t), self.conv(b, t)
-            return _V(self.call("atan2", t, [a.t, b.t]), t)
         if f == "sigmoid":
             x, = s
             if x.dt not in _FLOATS:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import jitflow as tf
-from helpers import assert_same_result, build_example, example_inputs
+from helpers import assert_same_result, build_example, example_inputs, registry_params
 from jitflow import errors
 from jitflow.backends.numba_cpu import background, driver, tier1
 from jitflow.ops.registry import all_op_defs
@@ -39,17 +39,7 @@ def _run(fetch, feed=None, init=False):
 
 
 # -- registry examples ----------------------------------------------------------------------------
-EXAMPLES = [(d.type, i, ex) for d in all_op_defs() for i, ex in enumerate(d.examples)]
-
-
-def _params():
-    for op_type, i, ex in EXAMPLES:
-        for dt in ex.dtypes:
-            label = dt if isinstance(dt, str) else "-".join(dt)
-            yield pytest.param(ex, dt, id=f"{op_type}-{ex.id or i}-{label}")
-
-
-@pytest.mark.parametrize("ex,dtype", list(_params()))
+@pytest.mark.parametrize("ex,dtype", list(registry_params()))
 def test_registry_example_on_tier1_matches_the_interpreter(ex, dtype, monkeypatch):
     arrays = example_inputs(ex, dtype)
     phs, out = build_example(ex, arrays)
@@ -69,7 +59,8 @@ def test_most_registry_examples_run_on_tier1(monkeypatch):
     monkeypatch.setenv("JITFLOW_COMPILE", "tier1")
     monkeypatch.setenv("JITFLOW_STRICT", "1")
     ran = total = 0
-    for _op, _i, ex in EXAMPLES[::7]:
+    examples = [ex for d in all_op_defs() for ex in d.examples]
+    for ex in examples[::7]:
         dt = ex.dtypes[0]
         arrays = example_inputs(ex, dt)
         with tf.Graph().as_default():
