@@ -11,6 +11,9 @@ from helpers import assert_same_result, build_example, example_inputs, registry_
 from jitflow.ops.registry import all_op_defs
 from jitflow.session import _BACKENDS
 
+EXAMPLES = [(d.type, i, ex) for d in all_op_defs() for i, ex in enumerate(d.examples)]
+
+
 @pytest.mark.parametrize("ex,dtype", list(registry_params()))
 def test_op_matches_numpy_on_every_backend(ex, dtype):
     arrays = example_inputs(ex, dtype)
