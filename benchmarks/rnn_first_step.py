@@ -80,15 +80,19 @@ def main(argv=None) -> int:
     first = time.perf_counter() - t0
     runs = 1
     tier1_at = None   # wall time of the end of the first run with a tier-1 kernel in it
+    all_native_at = None   # ... of the first run with no segment on the references
     steps = []        # wall time of each run while compiling
     with tqdm(desc="steps while compiling", file=sys.stderr) as bar:
         while background.pending():
             before = STATS.get("tier1_runs", 0)
+            refs = STATS.get("reference_segments", 0)
             t = time.perf_counter()
             sess.run([loss, train], feed)
             steps.append(time.perf_counter() - t)
             if tier1_at is None and STATS.get("tier1_runs", 0) > before:
                 tier1_at = time.perf_counter() - t0
+            if all_native_at is None and STATS.get("reference_segments", 0) == refs:
+                all_native_at = time.perf_counter() - t0
             runs += 1
             bar.update()
     native = time.perf_counter() - t0
@@ -99,7 +103,12 @@ def main(argv=None) -> int:
     if steps:
         print(f"while compiling: {len(steps)} runs, median {np.median(steps) * 1e3:.2f} ms; "
               "first run with a tier-1 kernel done at "
-              + ("-" if tier1_at is None else f"{tier1_at:.2f} s wall"))
+              + ("-" if tier1_at is None else f"{tier1_at:.2f} s wall")
+              + "; first run with every kernel native (tier 1 or Numba) done at "
+              + ("-" if all_native_at is None else f"{all_native_at:.2f} s wall"))
+        if len(steps) > 4:
+            tail = steps[len(steps) // 2:]
+            print(f"  median of the later half of those runs: {np.median(tail) * 1e3:.2f} ms")
     print(f"mode {args.mode}: first result {first:.2f} s wall; Numba code in use at "
           f"{native:.2f} s wall after {runs} runs (this process {time.process_time() - c0:.1f} s "
           f"CPU); warm step {warm * 1e3:.2f} ms; compiles here {STATS['compiles']}, "

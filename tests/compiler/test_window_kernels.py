@@ -155,6 +155,26 @@ def test_a_new_batch_or_image_size_reuses_the_machine_code():
         assert cpu.STATS["compiles"] + cpu.STATS["numba_cache_hits"] == before
 
 
+def test_every_stride_and_padding_shares_one_compiled_routine_per_dtype(monkeypatch):
+    """Kernels pass strides, dilations and padding to the window routines as run-time int64
+    values: one compiled routine per array type serves every geometry (and tier 1's entry
+    points call the same one)."""
+    from jitflow.backends.numba_cpu import nnlib
+    monkeypatch.setenv("JITFLOW_COMPILE", "sync")
+    x = tf.placeholder(tf.float64, [None, 9, 9, 2])
+    f = tf.constant(RNG.standard_normal((3, 3, 2, 2)))
+    ys = [tf.nn.conv2d(x, f, s, p, dilations=d) for s, p, d in
+          [(1, "SAME", 1), (2, "VALID", 1), (1, "VALID", 2), (3, "SAME", 1)]]
+    with tf.Session(backend="numba") as sess:
+        for y in ys:
+            sess.run(y, {x: np.ones((1, 9, 9, 2))})
+    sigs = nnlib.conv2d.signatures
+    assert all(str(t) == "int64" for sig in sigs for t in sig[3:]), sigs   # no literals
+    c64 = [sig for sig in sigs if all(str(a.dtype) == "float64" and a.layout == "C"
+                                      for a in sig[:3])]
+    assert len(c64) == 1, sigs
+
+
 def test_a_channel_mismatch_at_run_time_is_tf1s_error_and_changes_nothing():
     x = tf.placeholder(tf.float32, [None, 5, 5, None])
     f = tf.Variable(np.ones((3, 3, 2, 2), np.float32))

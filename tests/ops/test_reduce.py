@@ -82,6 +82,15 @@ def test_integer_mean_stays_integer_and_truncates(backend):
     assert got.dtype == np.int32 and got.tolist() == [1, -1]  # 5/3 and -5/3 truncate
 
 
+@pytest.mark.parametrize("shape,want", [((2, 0), []), ((0, 0), []), ((0, 3), [0, 0, 0])])
+def test_integer_mean_of_no_elements(backend, shape, want):
+    """No output element: an empty result (nothing is divided); outputs over no elements:
+    0 on every backend (TF's own kernel divides by zero there)."""
+    x = tf.placeholder(tf.int32, [None, None])
+    got = run(tf.reduce_mean(x, axis=0), {x: np.zeros(shape, np.int32)}, backend)
+    assert got.dtype == np.int32 and got.tolist() == want
+
+
 def test_unknown_rank_input_runs(backend):
     u = tf.placeholder(tf.float32, None)
     v = np.arange(6, dtype=np.float32).reshape(2, 3)

@@ -32,7 +32,7 @@ __all__ = ["mode", "submit", "wait_idle", "pending"]
 
 _QUEUE: "queue.Queue" = queue.Queue()
 _LOCK = threading.Lock()
-_STATE = {"thread": None, "pending": 0, "interval": None, "current": None}
+_STATE = {"thread": None, "pending": 0, "short": False, "current": None}
 _IDLE = threading.Condition(_LOCK)
 SWITCH_INTERVAL = 1e-4   # seconds: sys.setswitchinterval while the compiler thread works
 
@@ -83,9 +83,9 @@ def _worker() -> None:
         # default), which made a kernel compile 10x slower beside a busy main thread. A short
         # interval while jobs are pending keeps that wait small.
         with _LOCK:
-            if _STATE["interval"] is None:
-                _STATE["interval"] = sys.getswitchinterval()
-                sys.setswitchinterval(min(_STATE["interval"], SWITCH_INTERVAL))
+            if not _STATE["short"]:
+                short_switches(True)
+                _STATE["short"] = True
         try:
             job()
         except BaseException:  # noqa: BLE001  (a job reports its own errors; keep serving)
@@ -94,10 +94,31 @@ def _worker() -> None:
             with _IDLE:
                 _STATE["current"] = None
                 _STATE["pending"] -= 1
-                if not _STATE["pending"] and _STATE["interval"] is not None:
-                    sys.setswitchinterval(_STATE["interval"])
-                    _STATE["interval"] = None
+                if not _STATE["pending"] and _STATE["short"]:
+                    _STATE["short"] = False
+                    short_switches(False)
                 _IDLE.notify_all()
+
+
+_SWITCH = {"users": 0, "interval": None}
+_SWITCH_LOCK = threading.Lock()
+
+
+def short_switches(on: bool) -> None:
+    """Count one more (on) or one fewer user of a short GIL switch interval: a thread that
+    compiles beside a busy main thread (this module's worker, nnlib_c's builder). The
+    process's own interval comes back when the last one leaves."""
+    with _SWITCH_LOCK:
+        if on:
+            if not _SWITCH["users"]:
+                _SWITCH["interval"] = sys.getswitchinterval()
+                sys.setswitchinterval(min(_SWITCH["interval"], SWITCH_INTERVAL))
+            _SWITCH["users"] += 1
+        elif _SWITCH["users"]:
+            _SWITCH["users"] -= 1
+            if not _SWITCH["users"]:
+                sys.setswitchinterval(_SWITCH["interval"])
+                _SWITCH["interval"] = None
 
 
 # -- fork ----------------------------------------------------------------------------------------
@@ -130,14 +151,16 @@ def _after_fork_in_parent() -> None:
 
 
 def _after_fork_in_child() -> None:
-    global _QUEUE
+    global _QUEUE, _SWITCH_LOCK
+    _SWITCH_LOCK = threading.Lock()
     lock = _HELD.pop() if _HELD else None
     jobs = ([_STATE["current"]] if _STATE["current"] is not None else []) + list(_QUEUE.queue)
     _QUEUE = queue.Queue()
     _STATE.update(thread=None, pending=0, current=None)
-    if _STATE["interval"] is not None:
-        sys.setswitchinterval(_STATE["interval"])
-        _STATE["interval"] = None
+    if _SWITCH["users"]:   # the threads that asked for it are gone
+        sys.setswitchinterval(_SWITCH["interval"])
+        _SWITCH.update(users=0, interval=None)
+    _STATE["short"] = False
     _LOCK.release()
     if lock is not None:
         lock.release()

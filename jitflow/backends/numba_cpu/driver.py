@@ -360,6 +360,9 @@ def tier1_enabled() -> bool:
     return os.environ.get("JITFLOW_TIER1", "1").strip() not in ("0", "")
 
 
+_T1_WAITING: "weakref.WeakSet" = weakref.WeakSet()   # kernels said to wait for routines
+
+
 def _tier1_of(c: _Compiled, seg: _Segment):
     """`c`'s tier-1 callable, built on first use; False when tier 1 does not cover it."""
     fn = c.tier1
@@ -368,9 +371,20 @@ def _tier1_of(c: _Compiled, seg: _Segment):
             c.tier1 = False
             return False
         from jitflow.backends.numba_cpu import tier1 as _t1
+        # a kernel calling window routines waits for their C entry points (built on their own
+        # thread, in milliseconds once Numba has them on disk): the references meanwhile
+        missing = _t1.missing_libs(c.kernel)
+        if missing:
+            if debug_level() >= 1 and c not in _T1_WAITING:
+                _T1_WAITING.add(c)
+                _debug(f"segment of {len(seg.ops)} ops: tier 1 once {', '.join(missing)} "
+                       "are built")
+            return False
         t0 = time.perf_counter()
         try:
             fn = _t1.build(c.kernel, key=c.cache_source)
+        except _t1.NotReady:
+            return False   # asked again on the next run
         except _t1.Unsupported as e:
             fn = False
             STATS["tier1_unsupported"] = STATS.get("tier1_unsupported", 0) + 1
@@ -403,6 +417,10 @@ def _call_tier1(c: _Compiled, ins: list, vars_: list, seg: _Segment):
     the references into `c.ref_cost`)."""
     if _bg.mode() != "tier1" and (c.ref_cost is None or c.t1_cost is not None
                                   and c.t1_cost > c.ref_cost):
+        if c.ref_cost is None and c.tier1 is None and tier1_enabled():
+            # the window routines' entry points start building now (their own thread)
+            from jitflow.backends.numba_cpu import tier1 as _t1
+            _t1.missing_libs(c.kernel)
         raise _UseReferences(c)
     fn = _tier1_of(c, seg)
     if fn is False:
@@ -890,6 +908,7 @@ class Executable:
             return self._run_driver(feed_values, store)
         except _UseReferences as e:
             # the single segment has no kernel for these input classes yet, or none at all
+            STATS["reference_segments"] = STATS.get("reference_segments", 0) + 1
             _undraw(drawn)
             return self._timed_references(e, self._run_interpreter, feed_values, store)
         except _CheckFailed as e:
@@ -1141,6 +1160,7 @@ class Executable:
                         if in_place:   # cannot happen: every kernel of this shape is ready
                             raise RuntimeError("jitflow: a kernel of an in-place run "
                                                "became unusable") from None
+                        STATS["reference_segments"] = STATS.get("reference_segments", 0) + 1
                         self._timed_references(e, _run_steps, step.ops, env, ctx)
                         native = None
                         continue

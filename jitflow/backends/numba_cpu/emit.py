@@ -504,7 +504,10 @@ class _Writer:
     def lib_call(self, s: LibCall, depth: int) -> None:
         for o in s.outs:
             self.alloc(o, depth, s.op)
-        args = [v.name for v in s.args] + [o.name for o in s.outs] + [str(p) for p in s.params]
+        # the parameters as int64 values, not literals: one compiled routine per dtype serves
+        # every stride and padding (and tier 1, which calls the same routine: nnlib_c.py)
+        args = [v.name for v in s.args] + [o.name for o in s.outs] + [
+            f"np.int64({int(p)})" for p in s.params]
         self.emit(depth, f"{LIBRARY}.{s.fn}({', '.join(args)})", s.op)
 
     def column_sum(self, s: Reduce, how: str, axes: set, depth: int) -> bool:

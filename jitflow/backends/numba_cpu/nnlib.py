@@ -95,6 +95,14 @@ def _fill_cols_t(x, colt, q0, nq, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw):
     strides and one channel), so this beats `_fill_cols` when the channels are few."""
     _, h, w, c = x.shape
     zero = x.dtype.type(0)
+    # per tap column j, the positions z of a row whose tap lies inside: 0 <= z * sw + off < w
+    # (the same for every row: computed once, no integer division in the loops below)
+    zlos = np.empty(kw, np.int64)
+    zhis = np.empty(kw, np.int64)
+    for j in range(kw):
+        off = j * dw - pw
+        zlos[j] = 0 if off >= 0 else min((-off + sw - 1) // sw, ow)
+        zhis[j] = 0 if w - 1 - off < 0 else min((w - 1 - off) // sw + 1, ow)
     for qq in range(nq):
         q = q0 + qq
         b = q // oh
@@ -105,9 +113,8 @@ def _fill_cols_t(x, colt, q0, nq, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw):
             inside = 0 <= iy < h
             for j in range(kw):
                 off = j * dw - pw
-                # the positions z of the row whose tap lies inside: 0 <= z * sw + off < w
-                zlo = 0 if off >= 0 else min((-off + sw - 1) // sw, ow)
-                zhi = 0 if w - 1 - off < 0 else min((w - 1 - off) // sw + 1, ow)
+                zlo = zlos[j]
+                zhi = zhis[j]
                 if zhi < zlo or not inside:
                     zhi = zlo
                 ix0 = zlo * sw + off
@@ -126,6 +133,22 @@ def _fill_cols_t(x, colt, q0, nq, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw):
                                 dst[t] = x[b, iy, ix0 + t * sw, ch]
                     for z in range(zhi, ow):
                         colt[k, rb + z] = zero
+
+
+@_jit
+def _fill_cols_t_unit(x, colt, q0, nq, oh, ow, kh, kw, ph, pw):
+    """`_fill_cols_t` for unit strides and dilations, compiled with them constant (the
+    routines take strides as run-time values, one compile serving every geometry; constant
+    ones make this copy ~20% faster, which first layers feel)."""
+    _fill_cols_t(x, colt, q0, nq, oh, ow, kh, kw, 1, 1, 1, 1, ph, pw)
+
+
+@_inline
+def _fill_cols_t_any(x, colt, q0, nq, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw):
+    if sh == 1 and sw == 1 and dh == 1 and dw == 1:
+        _fill_cols_t_unit(x, colt, q0, nq, oh, ow, kh, kw, ph, pw)
+    else:
+        _fill_cols_t(x, colt, q0, nq, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw)
 
 
 @_inline
@@ -174,7 +197,7 @@ def conv2d(x, f, out, sh, sw, dh, dw, same):
             nq = min(per, n * oh - q0)
             nr = nq * ow
             colt = buf[:kd * nr].reshape((kd, nr))
-            _fill_cols_t(x, colt, q0, nq, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw)
+            _fill_cols_t_any(x, colt, q0, nq, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw)
             np.dot(colt.T, f2, out2[q0 * ow:q0 * ow + nr])
         return
     rows = _block_rows(m, kd)
@@ -255,7 +278,7 @@ def conv2d_filter_grad(x, g, df, sh, sw, dh, dw, same):
             nq = min(per, n * oh - q0)
             nr = nq * ow
             colt = buf[:kd * nr].reshape((kd, nr))
-            _fill_cols_t(x, colt, q0, nq, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw)
+            _fill_cols_t_any(x, colt, q0, nq, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw)
             g_rows = g2[q0 * ow:q0 * ow + nr]
             if q0 == 0:
                 np.dot(colt, g_rows, df2)

@@ -39,10 +39,11 @@ from jitflow.backends.numba_cpu.emit import (ERROR_PREFIX, _POISON, _calls_math,
                                              _exact_constant, poison_enabled)
 from jitflow.backends.pytext import dim_text
 from jitflow.compiler.ir import (Alloc, Apply, Arg, AssignVar, Check, Const, CopyVar,
-                                 DimValue, Index, Kernel, Lit, Load, Loop, MatMul, NonZeroCheck,
-                                 RangeCheck, Reduce, Region, RowOp, ShapeOf, Take, Value, View)
+                                 DimValue, Index, Kernel, LibCall, Lit, Load, Loop, MatMul,
+                                 NonZeroCheck, RangeCheck, Reduce, Region, RowOp, ShapeOf, Take,
+                                 Value, View)
 
-__all__ = ["Unsupported", "build", "STATS"]
+__all__ = ["Unsupported", "NotReady", "build", "missing_libs", "STATS"]
 
 #: counters: kernels built, kernels refused (by reason), calls
 STATS: dict = {"built": 0, "unsupported": 0, "calls": 0, "reasons": {}}
@@ -50,6 +51,11 @@ STATS: dict = {"built": 0, "unsupported": 0, "calls": 0, "reasons": {}}
 
 class Unsupported(Exception):
     """Tier 1 does not cover this kernel (the segment keeps its other tiers)."""
+
+
+class NotReady(Unsupported):
+    """Tier 1 covers this kernel once the library routines it calls are built (nnlib_c.py:
+    being built on their own thread now); ask again later."""
 
 
 # -- types ------------------------------------------------------------------------------------
@@ -781,6 +787,38 @@ class _Gen:
         n = self.size(s.out)
         self.loop(n, lambda i: self.store_at(s.out, i, val))
 
+    def s_libcall(self, s: LibCall) -> None:
+        """A window routine (convolution, pooling) through its C entry point (nnlib_c.py):
+        data pointer and 4 sizes per array, then the int parameters."""
+        from jitflow.backends.numba_cpu import nnlib_c
+        arrays = list(s.args) + list(s.outs)
+        dt = arrays[0].dtype
+        if nnlib_c.ARITY.get(s.fn) != len(arrays) or len(s.params) != nnlib_c.PARAMS or any(
+                v.dtype != dt or v.rank != 4 for v in arrays) or dt not in nnlib_c.DTYPES:
+            raise Unsupported(f"library call {s.fn}")
+        addr = nnlib_c.address(s.fn, dt, wait=_wait_for_libs())
+        if addr is None:
+            raise NotReady(f"{s.fn} of {dt} is being built")
+        if not addr:
+            raise Unsupported(f"library call {s.fn} of {dt} could not be built")
+        name = _symbol(f"nn_{s.fn}_{dt}", addr)
+        self.declare(f"declare void @{name}({', '.join(['ptr'] * 9)})")
+        args = []
+        for v in arrays:
+            sizes = self.alloca("[4 x i64]")
+            for j in range(4):
+                d = "1" if v.ones[j] else self.dim(v.dims[j])
+                q = self.op(f"getelementptr [4 x i64], ptr {sizes}, i64 0, i64 {j}")
+                self.e(f"store i64 {d}, ptr {q}")
+            args += [self.ptr(v), sizes]
+        args += ["null", "null"] * (4 - len(arrays))
+        ps = self.alloca(f"[{len(s.params)} x i64]")
+        for j, p in enumerate(s.params):
+            q = self.op(f"getelementptr [{len(s.params)} x i64], ptr {ps}, i64 0, i64 {j}")
+            self.e(f"store i64 {int(p)}, ptr {q}")
+        args.append(ps)
+        self.e(f"call void @{name}({', '.join('ptr ' + a for a in args)})")
+
     def s_region(self, s: Region) -> None:
         out = s.out
         _check_dtype(out.dtype)
@@ -1220,7 +1258,7 @@ _EMITTERS = {
     Loop: _Gen.s_loop, Reduce: _Gen.s_reduce, MatMul: _Gen.s_matmul, AssignVar: _Gen.s_assign,
     CopyVar: _Gen.s_copy, View: _Gen.s_view, ShapeOf: _Gen.s_shape, Alloc: _Gen.s_alloc,
     Region: _Gen.s_region, NonZeroCheck: _Gen.s_nonzero, RangeCheck: _Gen.s_range,
-    RowOp: _Gen.s_row,
+    RowOp: _Gen.s_row, LibCall: _Gen.s_libcall,
 }
 
 
@@ -1260,6 +1298,8 @@ def _wrapper_source(k: Kernel, g: _Gen, lits: list) -> str:
         outs = []
         if isinstance(s, (Loop, Reduce, MatMul, CopyVar, Alloc)):
             outs = [s.out]
+        elif isinstance(s, LibCall):
+            outs = list(s.outs)
         elif isinstance(s, RowOp):
             outs = [o for o in s.outs if o is not None]
         elif isinstance(s, View):
@@ -1342,6 +1382,38 @@ def _engine():
         ee = llvm.create_mcjit_compiler(llvm.parse_assembly("", context=ctx), tm)
         _STATE.update(engine=ee, tm=tm, llvm=llvm, ctx=ctx, n=0)
     return ee
+
+
+def _symbol(name: str, addr: int) -> str:
+    """The LLVM name bound to the native function at `addr` (a library's C entry point)."""
+    sym = f"jitflow_t1_{name}"
+    if _BLAS.get(sym) != addr:
+        _engine()
+        _STATE["llvm"].add_symbol(sym, addr)
+        _BLAS[sym] = addr
+    return sym
+
+
+def _wait_for_libs() -> bool:
+    """Whether a kernel's library routines are built at once (JITFLOW_COMPILE=tier1: tier 1
+    alone, deterministic) rather than on their own thread while the references run."""
+    from jitflow.backends.numba_cpu import background
+    return background.mode() == "tier1"
+
+
+def missing_libs(kernel: Kernel) -> list:
+    """The window routines `kernel` calls whose C entry points are not built yet (requests
+    them: they build on their own thread). Empty under JITFLOW_COMPILE=tier1 (they are built
+    when the kernel is)."""
+    if _wait_for_libs():
+        return []
+    from jitflow.backends.numba_cpu import nnlib_c
+    out = []
+    for s in kernel.stmts:
+        if isinstance(s, LibCall) and s.args and s.args[0].dtype in nnlib_c.DTYPES:
+            if nnlib_c.address(s.fn, s.args[0].dtype) is None:
+                out.append(s.fn)
+    return out
 
 
 def _blas_symbol(name: str) -> str:

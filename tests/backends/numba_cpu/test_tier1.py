@@ -230,13 +230,86 @@ def test_a_shape_mismatch_raises_the_interpreters_error(tier1_only):
 
 
 def test_unsupported_kernels_fall_back_to_the_references(tier1_only):
-    x = tf.placeholder(tf.float32, [1, 5, 5, 1])
-    k = tf.constant(np.ones((2, 2, 1, 1), np.float32))
-    y = tf.nn.conv2d(x, k, [1, 1, 1, 1], "VALID")
+    x = tf.placeholder(tf.uint8, [None])
+    y = x * 3 + 1                                      # unsigned ints: not tier 1's
     u0 = STATS.get("tier1_unsupported", 0)
-    got = _run(y, {x: np.ones((1, 5, 5, 1), np.float32)})
+    got = _run(y, {x: np.array([1, 2, 200], np.uint8)})
     assert STATS.get("tier1_unsupported", 0) > u0
-    np.testing.assert_array_equal(got, np.full((1, 4, 4, 1), 4, np.float32))
+    np.testing.assert_array_equal(got, np.array([4, 7, 89], np.uint8))   # wraps
+
+
+# -- window routines (convolutions, pooling) through their C entry points -------------------
+def _window_net(dtype):
+    """A small network of every window routine and its gradients: (fetches, feed)."""
+    rng = np.random.default_rng(7)
+    x = tf.placeholder(dtype, [None, 9, 9, 2])
+    w1 = tf.Variable(rng.standard_normal((3, 3, 2, 4)).astype(dtype))
+    w2 = tf.Variable(rng.standard_normal((2, 2, 4, 3)).astype(dtype))
+    dw = tf.Variable(rng.standard_normal((3, 3, 3, 2)).astype(dtype))
+    h = tf.nn.relu(tf.nn.conv2d(x, w1, [1, 1, 1, 1], "SAME"))
+    h = tf.nn.max_pool(h, [1, 3, 3, 1], [1, 2, 2, 1], "SAME")
+    h = tf.nn.conv2d(h, w2, [1, 1, 1, 1], "VALID", dilations=[1, 2, 2, 1])
+    h = tf.nn.depthwise_conv2d(h, dw, [1, 1, 1, 1], "SAME")
+    h = tf.nn.avg_pool(h, [1, 2, 2, 1], [1, 1, 1, 1], "SAME")
+    loss = tf.reduce_sum(h * h)
+    grads = tf.gradients(loss, [x, w1, w2, dw])
+    feed = {x: rng.standard_normal((3, 9, 9, 2)).astype(dtype)}
+    return [loss] + grads, feed
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_convolutions_and_pooling_run_on_tier1(tier1_only, dtype):
+    fetches, feed = _window_net(dtype)
+    with tf.Session(backend="interpreter") as sess:
+        sess.run(tf.global_variables_initializer())
+        want = sess.run(fetches, feed)
+    r0, u0 = _runs(), STATS.get("tier1_unsupported", 0)
+    got = _run(fetches, feed, init=True)
+    assert _runs() > r0 and STATS.get("tier1_unsupported", 0) == u0
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol * np.abs(w).max())
+
+
+def test_window_kernels_wait_for_their_routines_in_background_mode(monkeypatch):
+    """Until a routine's C entry point is built (on its own thread) its kernels run on the
+    references; once it is, on tier 1; the results agree throughout."""
+    from jitflow.backends.numba_cpu import nnlib_c
+    monkeypatch.setenv("JITFLOW_COMPILE", "thread")
+    monkeypatch.setattr(nnlib_c, "_ADDR", {})         # as in a new process
+    gate = threading.Event()
+    build = nnlib_c._build
+
+    def held(fn, dtype):
+        gate.wait()
+        return build(fn, dtype)
+    monkeypatch.setattr(nnlib_c, "_build", held)
+    x = tf.placeholder(tf.float32, [None, 6, 6, 1])
+    k = tf.constant(np.arange(8, dtype=np.float32).reshape(2, 2, 1, 2) / 7)
+    y = tf.reduce_sum(tf.nn.max_pool(tf.nn.conv2d(x, k, [1, 1, 1, 1], "VALID") * 0.5,
+                                     [1, 2, 2, 1], [1, 2, 2, 1], "VALID"), axis=[1, 2])
+    xv = np.random.default_rng(3).standard_normal((2, 6, 6, 1)).astype(np.float32)
+    hold = threading.Event()
+    background.submit(hold.wait)                      # Numba's kernel stays not ready
+    got = []
+    try:
+        with tf.Session() as sess:
+            r0 = _runs()
+            got += [sess.run(y, {x: xv}) for _ in range(3)]
+            assert _runs() == r0                      # the references: routines not built
+            assert nnlib_c._PENDING
+            gate.set()
+            assert nnlib_c.wait_idle(600)
+            got += [sess.run(y, {x: xv}) for _ in range(2)]
+            assert _runs() > r0                       # tier 1, calling the routines
+    finally:
+        gate.set()
+        hold.set()
+    assert background.wait_idle(600)
+    with tf.Session(backend="interpreter") as sess:
+        want = sess.run(y, {x: xv})
+    for g in got:
+        np.testing.assert_allclose(g, want, rtol=1e-5)
 
 
 # -- background mode: tier 1 first, Numba once ready ------------------------------------------
