@@ -1855,7 +1855,10 @@ class NumbaBackend:
         tune_allocator()
         if _bg.mode() != "sync" and not _WARMED:
             _WARMED.append(True)
-            _bg.submit(_warm_up)
+            if _bg.mode() == "tier1" or tier1_enabled():
+                _bg.submit(_warm_up_tier1)   # first: tier 1 builds on the second run
+            if _bg.mode() != "tier1":        # tier1 mode never compiles with Numba
+                _bg.submit(_warm_up)
 
     def compile(self, plan: Plan) -> Executable:
         return Executable(plan, self)
@@ -1875,6 +1878,14 @@ def warm(ins, vs):
     np.dot(b1, a0, b2)
     return (b2, np.float32(b2[0, 0]))
 """
+
+
+def _warm_up_tier1() -> None:
+    from jitflow.backends.numba_cpu import tier1
+    try:
+        tier1.warm_up()
+    except Exception:  # noqa: BLE001  (tier 1 reports its own problems when it is used)
+        pass
 
 
 def _warm_up() -> None:

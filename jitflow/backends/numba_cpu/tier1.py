@@ -1361,8 +1361,26 @@ _STATE: dict = {}
 _BLAS: dict = {}
 
 
+def warm_up() -> None:
+    """Load LLVM, make the engine and bind BLAS now (~50 ms, once per process), so that the
+    first kernel tier 1 builds pays only for itself: the backend runs this on the compiler
+    thread when it is created, while the user's graph is still being built and initialized."""
+    with _LOCK:
+        _engine()
+    _blas_symbol("sgemm")
+    _blas_symbol("dgemm")
+
+
 def _engine():
     """The process-wide execution engine (made on first use)."""
+    ee = _STATE.get("engine")
+    if ee is not None:
+        return ee
+    with _LOCK:
+        return _make_engine()
+
+
+def _make_engine():
     ee = _STATE.get("engine")
     if ee is None:
         import llvmlite.binding as llvm
@@ -1387,10 +1405,11 @@ def _engine():
 def _symbol(name: str, addr: int) -> str:
     """The LLVM name bound to the native function at `addr` (a library's C entry point)."""
     sym = f"jitflow_t1_{name}"
-    if _BLAS.get(sym) != addr:
-        _engine()
-        _STATE["llvm"].add_symbol(sym, addr)
-        _BLAS[sym] = addr
+    with _LOCK:
+        if _BLAS.get(sym) != addr:
+            _engine()
+            _STATE["llvm"].add_symbol(sym, addr)
+            _BLAS[sym] = addr
     return sym
 
 
@@ -1419,6 +1438,13 @@ def missing_libs(kernel: Kernel) -> list:
 def _blas_symbol(name: str) -> str:
     """The LLVM name bound to scipy's BLAS routine `name` (Fortran convention)."""
     sym = f"jitflow_t1_{name}"
+    with _LOCK:
+        if name not in _BLAS:
+            _bind_blas(name, sym)
+    return sym
+
+
+def _bind_blas(name: str, sym: str) -> None:
     if name not in _BLAS:
         cap = _cython_blas().__pyx_capi__[name]
         get_name = ctypes.pythonapi.PyCapsule_GetName
@@ -1431,7 +1457,6 @@ def _blas_symbol(name: str) -> str:
         _engine()
         _STATE["llvm"].add_symbol(sym, addr)
         _BLAS[name] = addr
-    return sym
 
 
 def _cython_blas():
