@@ -1362,13 +1362,12 @@ _BLAS: dict = {}
 
 
 def warm_up() -> None:
-    """Load LLVM, make the engine and bind BLAS now (~50 ms, once per process), so that the
-    first kernel tier 1 builds pays only for itself: the backend runs this on the compiler
-    thread when it is created, while the user's graph is still being built and initialized."""
-    with _LOCK:
-        _engine()
-    _blas_symbol("sgemm")
-    _blas_symbol("dgemm")
+    """Load LLVM and make the engine now (~45 ms, once per process), so that the first kernel
+    tier 1 builds pays only for itself: the backend runs this on the compiler thread when it
+    is created, while the user's graph is still being built and initialized. (BLAS is bound
+    by the first kernel with a product: loading it costs more than LLVM, for kernels that
+    may never need it.)"""
+    _engine()
 
 
 def _engine():
