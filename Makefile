@@ -55,8 +55,16 @@ $(BENCH_STAMP): $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[test,bench,dask]'
 	touch $(BENCH_STAMP)
 
+# the peer table, then compile time: first results from 10 to 1,000 ops (fresh processes, empty
+# and warm kernel cache, against TF1 and JAX) and the first steps of the RNN and CNN models
+# with an empty cache (results in benchmarks/results/)
 bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/run.py
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python benchmarks/compile_scaling.py \
+		--sizes 10,50,200,1000 --modes forward,train \
+		--peers jitflow-tier1,jitflow,jitflow-cached,tf1,jax --out benchmarks/results/compile_scaling
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python benchmarks/rnn_first_step.py --model rnn
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python benchmarks/rnn_first_step.py --model cnn
 
 bench-quick: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/run.py --quick

@@ -176,6 +176,28 @@ def _peer_title(results: Results, name: str) -> str:
     return peer.label or name
 
 
+def _first_calls(results, names: list) -> list:
+    """Every peer's first step of the model cases (CNN, RNN): build + compile + run, wall."""
+    cases = [c for c in results.cases if getattr(c, "group", "") in ("cnn", "rnn")]
+    if not cases:
+        return []
+    lines = ["## First step of the models, every peer (wall)", "",
+             "| case | " + " | ".join(_peer_title(results, n) for n in names) + " |",
+             "|---" * (len(names) + 1) + "|"]
+    for case in cases:
+        firsts = []
+        for n in names:
+            cell = results.cell(case.id, n)
+            firsts.append(format_seconds(cell.first_call_s)
+                          if cell is not None and cell.first_call_s is not None else "-")
+        lines.append(f"| {case.title} | " + " | ".join(firsts) + " |")
+    lines += ["", "In the same process as the other cases, after them; jitflow compiles "
+              "synchronously here (`JITFLOW_COMPILE=sync`) unless its kernels are on disk. "
+              "`benchmarks/rnn_first_step.py` measures its first step with an empty cache in "
+              "the default background mode.", ""]
+    return lines
+
+
 def to_markdown(results: Results, facts: dict, title: str = "jitflow benchmarks") -> str:
     """The whole report as Markdown."""
     base = base_peer(results)
@@ -212,6 +234,7 @@ def to_markdown(results: Results, facts: dict, title: str = "jitflow benchmarks"
         lines += ["", "\"jitflow first call\" is the case's first step (for linear regression "
                   "the first block of steps), which builds the plan and compiles the kernels "
                   "or loads them from the cache in `JITFLOW_CACHE_DIR`.", ""]
+        lines += _first_calls(results, names)
     lines += ["## DESIGN.md §7 targets", "", "| target | case | required | measured | status |",
               "|---|---|---|---|---|"]
     lines += [_target_line(r) for r in evaluate_targets(results)]
