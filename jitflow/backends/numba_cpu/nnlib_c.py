@@ -90,8 +90,12 @@ def _build(fn: str, dtype: str) -> int:
         from numba.core.ccallback import CFunc
         cf = CFunc(py, sig, locals={}, options={"nopython": True, "nogil": True})
         if _CACHED:
-            cf.enable_caching()
-            _cache._guard_numba_cache(cf)
+            try:
+                cf.enable_caching()
+            except RuntimeError:   # no writable cache location: compiled in memory only
+                pass
+            else:
+                _cache._guard_numba_cache(cf)
         cf.compile()
     except ImportError:   # a Numba without that class: the public decorator, no disk cache
         import numba

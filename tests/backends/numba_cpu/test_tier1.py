@@ -454,3 +454,30 @@ def test_an_unaligned_feed_is_copied_for_tier1(tier1_only):
     got = _run(x * 2.0 + 1.0, {x: a})
     assert _runs() > r0
     np.testing.assert_array_equal(got, np.ones(6, np.float32))
+
+
+def test_window_entry_points_load_only_private_cache_files(tmp_path):
+    """A window routine's C entry point is cached on disk by Numba (files 0600) and loaded by
+    the next process; a cache file others could have written is never loaded (pickles)."""
+    import os
+    import stat
+    import subprocess
+    import sys
+    probe = ("from jitflow.backends.numba_cpu import nnlib_c\n"
+             "assert nnlib_c.address('avg_pool', 'float64', wait=True)\n"
+             "print(nnlib_c._KEEP[-1].cache_hits)\n")
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+
+    def hits() -> int:
+        out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                             text=True, timeout=600)
+        assert out.returncode == 0, out.stderr
+        return int(out.stdout.split()[-1])
+
+    assert hits() == 0                                   # compiled, then saved
+    files = [p for p in tmp_path.rglob("*") if p.is_file() and "c_avg_pool" in p.name]
+    assert files and all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in files)
+    assert hits() == 1                                   # loaded
+    for p in files:
+        p.chmod(0o666)
+    assert hits() == 0                                   # refused: compiled again
