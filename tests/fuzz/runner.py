@@ -52,6 +52,16 @@ def _error_name(e: BaseException) -> str:
     return type(e).__name__
 
 
+def _tf_config(tfm):
+    """TensorFlow's session without its graph rewriter (grappler): the comparison is with TF1's
+    documented semantics, and grappler breaks one of them. It rewrites `x + x` (to `2 * x`)
+    even when that sum's output is fed, so the feed is ignored (seed 17200761: a cond's
+    predicate read from a fed sum took the other branch; without grappler TF agrees)."""
+    cfg = tfm.ConfigProto()
+    cfg.graph_options.rewrite_options.disable_meta_optimizer = True
+    return cfg
+
+
 def run_program(prog: Program, tfm, backend: Optional[str], perturb: float = 0.0) -> Outcome:
     """Run `prog` through the protocol above; `backend` None means `tfm` picks (TensorFlow)."""
     out = Outcome()
@@ -69,6 +79,8 @@ def run_program(prog: Program, tfm, backend: Optional[str], perturb: float = 0.0
     kw = {"graph": graph}
     if backend is not None:
         kw["backend"] = backend
+    elif hasattr(tfm, "ConfigProto"):
+        kw["config"] = _tf_config(tfm)
     b1, b2 = prog.batches
 
     def feed(batch, seed):
