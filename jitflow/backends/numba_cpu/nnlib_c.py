@@ -10,7 +10,7 @@ signature per float dtype,
 then the routine's int parameters), which wraps the pointers as arrays and calls the nnlib
 routine itself: the same machine code path as the Numba kernels, so the same numbers.
 
-Building one costs what compiling the nnlib routine costs (0.2-3 s the first time on a machine;
+Building one costs what compiling the nnlib routine costs (0.2-5 s the first time on a machine;
 Numba caches both on disk, private files only, and later processes load them in milliseconds).
 That must not hold up a run: `address(fn, dtype)` returns None until the entry point is built,
 and the first request starts building it on a thread of its own (`wait=True` builds it at
