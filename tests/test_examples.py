@@ -53,6 +53,23 @@ def test_mlp_adam_separates_the_rings(backend, capsys):
     assert out["accuracy"][-1] > 0.8
 
 
+def test_cnn_bars_learns_the_orientation(backend, monkeypatch):
+    """The CNN example (convolutions, pooling, their gradients, Adam) learns; on the compiled
+    backend through tier 1 (JITFLOW_COMPILE=tier1: its window routines, no Numba kernels to
+    wait for), with every fallback an error."""
+    from jitflow.backends.numba_cpu.driver import STATS
+    if backend == "numba":
+        monkeypatch.setenv("JITFLOW_COMPILE", "tier1")
+        monkeypatch.setenv("JITFLOW_STRICT", "1")
+    u0, r0 = STATS.get("tier1_unsupported", 0), STATS.get("tier1_runs", 0)
+    out = _load("cnn_bars").main(steps=60, verbose=False)
+    if backend == "numba":   # every kernel on tier 1, convolutions included
+        assert STATS.get("tier1_unsupported", 0) == u0 and STATS.get("tier1_runs", 0) > r0
+    assert out["initial_accuracy"] < 0.7
+    assert np.mean(out["losses"][-10:]) < 0.5 * out["initial_loss"]
+    assert out["test_accuracy"] > 0.9
+
+
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_lstm_sequence_learns_the_majority_sign(backend, capsys):
     out = _load("lstm_sequence").main(steps=50, verbose=False)
