@@ -99,10 +99,10 @@ def test_mean_of_squared_difference_is_one_loop():
     loss = tf.reduce_mean(tf.square(a - b))
     with tf.Session() as sess:
         src = sess.inspect(loss, {a: rand(8), b: rand(8)})
-    # one pass over the data (8 partial sums in lanes, then the remainder), nothing stored
-    # but the 8 lanes (which LLVM keeps in a vector register)
+    # one pass over the data (32 partial sums in lanes, then the remainder), nothing stored
+    # but the 32 lanes (which LLVM keeps in vector registers)
     assert src.count("range(0, m") == 1 and src.count("a0[") == 2, src
-    assert src.count("empty(") == 1 and "empty((8,), np.float64)" in src, src
+    assert src.count("empty(") == 1 and "empty((32,), np.float64)" in src, src
     both(loss, {a: rand(8), b: rand(8, seed=1)})
 
 

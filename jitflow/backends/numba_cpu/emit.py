@@ -707,7 +707,11 @@ class _Writer:
         self.emit(depth + 1, f"f_{out.name}[j] = {finish(f'f_{acc}[j]')}", op)
 
 
-_LANES = 8   # partial sums of an innermost-axis reduction (8 float64: one 512-bit register)
+# partial sums of an innermost-axis reduction, term j into lane j % _LANES, then pairwise. 32
+# float64 lanes (four 512-bit registers): LLVM vectorizes the lanes' loop (each lane keeps its
+# own order, so the result does not change with vectorization); with 8 it left the loop scalar
+# (a 1024x1024 row reduction on one thread: 460 us with 8 lanes, 190 us with 32)
+_LANES = 32
 _CHUNK = 128  # terms of such a reduction computed per vectorizable loop (a multiple of _LANES)
 
 

@@ -19,7 +19,7 @@ Division of work:
 
 Semantics are the Numba kernel's (emit.py is the reference): Numba's scalar typing (narrow
 integers computed in 64 bits, int / int is float64, typed literals), NumPy's NaN rules for
-maximum/minimum, the reductions' accumulation order (8 lanes on an innermost-axis sum, the
+maximum/minimum, the reductions' accumulation order (32 lanes on an innermost-axis sum, the
 same tail and pairwise combination), BLAS for float products. Whatever this module is not
 sure about raises `Unsupported` at build time, and the segment keeps the previous behaviour
 (references until Numba is ready).
@@ -62,7 +62,7 @@ class NotReady(Unsupported):
 _INTS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
 _FLOATS = {"float32": "float", "float64": "double"}
 _DTYPES = set(_INTS) | set(_FLOATS) | {"bool"}
-_LANES = 8      # emit.py's lanes of an innermost-axis sum
+_LANES = 32     # emit.py's lanes of an innermost-axis sum
 _CHUNK = 128    # emit.py's chunk of terms with math calls
 
 

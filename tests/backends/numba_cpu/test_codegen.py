@@ -81,18 +81,19 @@ def test_debug_levels_print_compiles_plan_and_source(monkeypatch, capsys):
 
 
 def test_row_reduction_keeps_independent_partial_sums():
-    """A sum along the innermost axis keeps 8 float64 partial sums, summed pairwise at the end:
-    8 independent add chains instead of one (a sequential float sum runs at the latency of one
-    add per element; jitflow never lets LLVM reassociate float math to do this itself)."""
+    """A sum along the innermost axis keeps 32 float64 partial sums, summed pairwise at the
+    end: independent add chains instead of one (a sequential float sum runs at the latency of
+    one add per element; jitflow never lets LLVM reassociate float math to do this itself),
+    in a loop LLVM vectorizes without changing any lane's order."""
     a = tf.placeholder(tf.float32, [None, None])
     b = tf.placeholder(tf.float32, [None, None])
     r = tf.reduce_mean(tf.square(a - b), 1)
-    av = np.random.default_rng(0).random((5, 37)).astype(np.float32)
-    bv = np.random.default_rng(1).random((5, 37)).astype(np.float32)
+    av = np.random.default_rng(0).random((5, 77)).astype(np.float32)
+    bv = np.random.default_rng(1).random((5, 77)).astype(np.float32)
     with tf.Session() as sess:
         out = sess.run(r, {a: av, b: bv})
         src = sess.inspect(r, {a: av, b: bv})
-    assert "for q in range(8):" in src and "% 8" in src, src
+    assert "for q in range(32):" in src and "% 32" in src, src
     assert "((laccb1[0] + laccb1[1]) + (laccb1[2] + laccb1[3]))" in src, src
     np.testing.assert_allclose(out, np.mean(np.square(av - bv), 1), rtol=1e-6)
 
@@ -100,7 +101,7 @@ def test_row_reduction_keeps_independent_partial_sums():
 def test_reduction_of_math_terms_computes_them_a_chunk_at_a_time():
     """Terms that call math functions (exp, tanh, sigmoid) are computed a chunk of 128 at a time
     in a loop of their own (the vectorizer takes it; in the lanes' loop they ran one at a time,
-    5x slower), then added into the 8 lanes: exact against float64 sums at every length around
+    5x slower), then added into the 32 lanes: exact against float64 sums at every length around
     the chunk size, rows and whole-array sums, sum, mean and l2."""
     x = tf.placeholder(tf.float32, [None, None])
     t = tf.sigmoid(x * 0.7 + 0.1) * tf.tanh(x) - tf.exp(-x * x)

@@ -121,22 +121,24 @@ def test_integer_mean_truncates_toward_zero(tier1_only):
     np.testing.assert_array_equal(got, [1, -1])
 
 
-def test_innermost_sums_add_in_eight_lanes_then_pairwise(tier1_only):
-    """The Numba kernels' order: term j goes to lane j % 8 up to the last multiple of 8, the
+def test_innermost_sums_add_in_lanes_then_pairwise(tier1_only):
+    """The Numba kernels' order: term j goes to lane j % 32 up to the last multiple of 32, the
     rest to the running sum, then the lanes pairwise."""
+    from jitflow.backends.numba_cpu.emit import _LANES
+    assert _LANES == 32 and tier1._LANES == _LANES
     rng = np.random.default_rng(3)
-    v = (rng.standard_normal(37) * 10 ** rng.uniform(-8, 8, 37)).astype(np.float64)
+    v = (rng.standard_normal(141) * 10 ** rng.uniform(-8, 8, 141)).astype(np.float64)
     x = tf.placeholder(tf.float64, [None])
     got = _run(tf.reduce_sum(x), {x: v})
-    lanes = [0.0] * 8
-    for j in range(32):
-        lanes[j % 8] += v[j]
+    lanes = [0.0] * 32
+    for j in range(128):
+        lanes[j % 32] += v[j]
     acc = 0.0
-    for j in range(32, 37):
+    for j in range(128, 141):
         acc += v[j]
-    pair = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5])
-                                                               + (lanes[6] + lanes[7]))
-    assert got == acc + pair
+    while len(lanes) > 1:
+        lanes = [a + b for a, b in zip(lanes[::2], lanes[1::2])]
+    assert got == acc + lanes[0]
 
 
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
