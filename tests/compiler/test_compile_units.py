@@ -146,16 +146,23 @@ def test_unrolled_rnn_compiles_its_repeated_kernels_once(small_kernels):
     assert k64 < s64 / 2, sizes
 
 
-def test_training_and_evaluation_share_kernels(small_kernels):
-    rng = np.random.default_rng(1)
-    x = tf.placeholder(tf.float32, [None, 16])
+def _tanh_stack(seed: int, width: int, depth: int, scale: float):
+    """`depth` tanh(h @ w) layers of `width` units, a mean-square loss and its SGD step:
+    (loss, train, feed)."""
+    rng = np.random.default_rng(seed)
+    x = tf.placeholder(tf.float32, [None, width])
     h = x
-    for k in range(24):
-        w = tf.Variable(rng.standard_normal((16, 16)).astype(np.float32) * 0.25, name=f"w{k}")
+    for k in range(depth):
+        w = tf.Variable(rng.standard_normal((width, width)).astype(np.float32) * scale,
+                        name=f"w{k}")
         h = tf.tanh(tf.matmul(h, w))
     loss = tf.reduce_mean(tf.square(h))
     train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
-    feed = {x: rng.standard_normal((5, 16)).astype(np.float32)}
+    return loss, train, {x: rng.standard_normal((5, width)).astype(np.float32)}
+
+
+def test_training_and_evaluation_share_kernels(small_kernels):
+    loss, train, feed = _tanh_stack(1, 16, 24, 0.25)
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         sess.run(loss, feed)
@@ -457,15 +464,7 @@ def test_a_read_is_repeated_in_a_later_chunk_unless_a_chunk_between_may_write_it
 
 
 def test_split_training_steps_read_the_weights_in_each_kernel_instead_of_copying(small_kernels):
-    rng = np.random.default_rng(2)
-    x = tf.placeholder(tf.float32, [None, 8])
-    h = x
-    for k in range(6):
-        w = tf.Variable(rng.standard_normal((8, 8)).astype(np.float32) * 0.4, name=f"w{k}")
-        h = tf.tanh(tf.matmul(h, w))
-    loss = tf.reduce_mean(tf.square(h))
-    train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
-    feed = {x: rng.standard_normal((5, 8)).astype(np.float32)}
+    loss, train, feed = _tanh_stack(2, 8, 6, 0.4)
     out = {}
     for backend in ("interpreter", "numba"):
         with tf.Session(backend=backend) as sess:

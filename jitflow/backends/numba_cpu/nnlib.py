@@ -144,11 +144,16 @@ def _fill_cols_t_unit(x, colt, q0, nq, oh, ow, kh, kw, ph, pw):
 
 
 @_inline
-def _fill_cols_t_any(x, colt, q0, nq, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw):
+def _patches_t(x, buf, q0, nq, oh, ow, kh, kw, kd, sh, sw, dh, dw, ph, pw):
+    """The transposed patches of output image rows q0 .. q0 + nq, filled into `buf`, as a
+    [kd, nq * ow] view (`_fill_cols_t`; its unit-stride copy where the geometry allows)."""
+    nr = nq * ow
+    colt = buf[:kd * nr].reshape((kd, nr))
     if sh == 1 and sw == 1 and dh == 1 and dw == 1:
         _fill_cols_t_unit(x, colt, q0, nq, oh, ow, kh, kw, ph, pw)
     else:
         _fill_cols_t(x, colt, q0, nq, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw)
+    return colt
 
 
 @_inline
@@ -196,8 +201,7 @@ def conv2d(x, f, out, sh, sw, dh, dw, same):
         for q0 in range(0, n * oh, per):
             nq = min(per, n * oh - q0)
             nr = nq * ow
-            colt = buf[:kd * nr].reshape((kd, nr))
-            _fill_cols_t_any(x, colt, q0, nq, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw)
+            colt = _patches_t(x, buf, q0, nq, oh, ow, kh, kw, kd, sh, sw, dh, dw, ph, pw)
             np.dot(colt.T, f2, out2[q0 * ow:q0 * ow + nr])
         return
     rows = _block_rows(m, kd)
@@ -277,8 +281,7 @@ def conv2d_filter_grad(x, g, df, sh, sw, dh, dw, same):
         for q0 in range(0, n * oh, per):
             nq = min(per, n * oh - q0)
             nr = nq * ow
-            colt = buf[:kd * nr].reshape((kd, nr))
-            _fill_cols_t_any(x, colt, q0, nq, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw)
+            colt = _patches_t(x, buf, q0, nq, oh, ow, kh, kw, kd, sh, sw, dh, dw, ph, pw)
             g_rows = g2[q0 * ow:q0 * ow + nr]
             if q0 == 0:
                 np.dot(colt, g_rows, df2)

@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 
-__all__ = ["address", "ready", "request", "wait_idle", "ARITY"]
+__all__ = ["address", "request", "wait_idle", "ARITY"]
 
 #: arrays per routine (inputs, then outputs), in nnlib's argument order
 ARITY = {"conv2d": 3, "conv2d_input_grad": 3, "conv2d_filter_grad": 3, "depthwise_conv2d": 3,
@@ -128,10 +128,6 @@ def address(fn: str, dtype: str, wait: bool = False):
         return _ADDR[key]
     request(fn, dtype)
     return None
-
-
-def ready(fn: str, dtype: str) -> bool:
-    return bool(_ADDR.get((fn, dtype)))
 
 
 def request(fn: str, dtype: str) -> None:

@@ -1358,7 +1358,7 @@ def _codegen_opt() -> int:
     except ValueError:
         return 0
 _STATE: dict = {}
-_BLAS: dict = {}
+_BLAS: dict = {}   # BLAS routine -> address, and bound LLVM symbol -> address
 
 
 def warm_up() -> None:
@@ -1436,26 +1436,18 @@ def missing_libs(kernel: Kernel) -> list:
 
 def _blas_symbol(name: str) -> str:
     """The LLVM name bound to scipy's BLAS routine `name` (Fortran convention)."""
-    sym = f"jitflow_t1_{name}"
     with _LOCK:
-        if name not in _BLAS:
-            _bind_blas(name, sym)
-    return sym
-
-
-def _bind_blas(name: str, sym: str) -> None:
-    if name not in _BLAS:
-        cap = _cython_blas().__pyx_capi__[name]
-        get_name = ctypes.pythonapi.PyCapsule_GetName
-        get_name.restype = ctypes.c_char_p
-        get_name.argtypes = [ctypes.py_object]
-        get_ptr = ctypes.pythonapi.PyCapsule_GetPointer
-        get_ptr.restype = ctypes.c_void_p
-        get_ptr.argtypes = [ctypes.py_object, ctypes.c_char_p]
-        addr = get_ptr(cap, get_name(cap))
-        _engine()
-        _STATE["llvm"].add_symbol(sym, addr)
-        _BLAS[name] = addr
+        addr = _BLAS.get(name)
+        if addr is None:
+            cap = _cython_blas().__pyx_capi__[name]
+            get_name = ctypes.pythonapi.PyCapsule_GetName
+            get_name.restype = ctypes.c_char_p
+            get_name.argtypes = [ctypes.py_object]
+            get_ptr = ctypes.pythonapi.PyCapsule_GetPointer
+            get_ptr.restype = ctypes.c_void_p
+            get_ptr.argtypes = [ctypes.py_object, ctypes.c_char_p]
+            addr = _BLAS[name] = get_ptr(cap, get_name(cap))
+        return _symbol(name, addr)
 
 
 def _cython_blas():
