@@ -499,3 +499,26 @@ def test_cuts_fall_where_the_fewest_values_cross():
         ends.append(len(ops) - 1)
     cuts = partition.cut_points(ops, 16)
     assert cuts and set(cuts) <= set(ends), (cuts, ends)
+
+
+def _graph_ops() -> list:
+    return [op for op in tf.get_default_graph().get_operations()
+            if op.type not in ("Placeholder", "NoOp")]
+
+
+def test_a_training_step_of_a_few_hundred_ops_is_one_kernel():
+    # every cut returns its crossing values as new arrays and passes them into the next
+    # kernel, each step: an unrolled RNN's backward half reads every forward activation, so
+    # such a step stays whole unless it is longer than SPLIT_ABOVE
+    tf.reset_default_graph()
+    _rnn(12, train=True)
+    ops = _graph_ops()
+    assert 96 < len(ops) <= partition.SPLIT_ABOVE, len(ops)
+    assert partition.split(ops) == [ops]
+    tf.reset_default_graph()
+    _rnn(40, train=True)
+    ops = _graph_ops()
+    assert len(ops) > partition.SPLIT_ABOVE, len(ops)
+    chunks = partition.split(ops)
+    # (a chunk may also repeat a few constants and variable reads of earlier chunks)
+    assert len(chunks) > 1 and all(len(c) <= partition.WINDOW + 8 for c in chunks)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import jitflow as tf
-from jitflow.compiler import cpu
+from jitflow.compiler import cpu, partition
 from helpers import assert_same_result
 
 RNG = np.random.default_rng(11)
@@ -223,9 +223,10 @@ def test_a_cnn_trains_the_same_on_both_backends():
     assert losses["numba"][-1] < losses["numba"][0]
 
 
-def test_split_training_steps_write_variables_in_place_after_their_first_run():
+def test_split_training_steps_write_variables_in_place_after_their_first_run(monkeypatch):
     """A plan of several kernels copies the variables it writes only on the first run of an
     input shape (so that a failing run changes nothing); later runs update them in place."""
+    monkeypatch.setattr(partition, "SPLIT_ABOVE", 96)
     x, y, loss = _lenet(5)
     # a long chain of parameter updates makes the plan longer than one kernel
     train = tf.group(*[tf.train.GradientDescentOptimizer(0.01).minimize(loss)
