@@ -9,27 +9,21 @@ Splitting has a run-time price, paid on every step: each value crossing a cut is
 one kernel as a new array (boxed into a NumPy object) and passed into the next, and each
 kernel call costs a Python-level dispatch. A training step crosses many values (the forward
 activations the backward pass reads), so runs of up to `SPLIT_ABOVE` ops stay one kernel.
-Measured with one thread (median warm step, Numba kernels, JITFLOW_COMPILE=sync):
+Measured with one thread (median warm step, Numba kernels, JITFLOW_COMPILE=sync, Numba's
+compile time in brackets):
 
-    unrolled tanh RNN h128x20 + SGD (360 ops): 12 kernels 0.98 ms, 5 kernels 0.94 ms, one 0.77 ms
-        (Numba compile, sync: 11.9 s split, 11.2 s whole)
-    LeNet CNN b32 + Adam (~250 ops): 6 kernels 41.7 ms, one 39.3 ms
-    train 50 of compile_scaling (381 ops): 0.23 -> 0.17 ms; compile 7.9 -> 6.1 s
-    forward 320 of compile_scaling (385 elementwise-heavy ops): 0.63 -> 0.58 ms, but its
-        compile grows from 21.5 to 33.8 s (Numba's superlinear passes)
+    tanh RNN h128x20 + SGD (360 ops): split 0.98 ms [11.9 s], one kernel 0.77 ms [11.2 s]
+    tanh RNN h128x20 + Adam (471 ops): split 1.32 ms [12.3 s], one kernel 0.89 ms [9.6 s]
+    LeNet CNN b32 + Adam (~250 ops): split 41.7 ms, one kernel 39.3 ms
+    compile_scaling train 50 (381 ops): 0.23 -> 0.17 ms [7.9 -> 6.1 s]
+    compile_scaling train 100 (750 ops): 0.44 -> 0.34 ms [15.5 -> 18.4 s]
+    compile_scaling forward 320 (385 ops): 0.63 -> 0.58 ms [21.5 -> 33.8 s]
+    compile_scaling forward 600 (720 ops): 1.18 -> 1.08 ms [39 -> 104 s]
 
+Training steps gain both ways up to a few hundred ops; long forward graphs full of row
+reductions (each unrolled into 32 lanes) meet Numba's superlinear passes, hence the bound.
 Tier 1 compiles any length in linear time and serves while Numba compiles in the background,
-so the slower Numba compile of a long forward graph delays only the upgrade.
-
-Where to cut is decided by content, not by position (content-defined chunking): every op gets
-a token from its type, dtypes and how its inputs are wired (the distance back to each nearby
-input's producer, never names), a hash over the tokens of the last few ops is computed at
-every position, and each kernel ends where that hash is smallest within the range of allowed
-lengths (see `cut_points`). Repeated structure is therefore cut at the same place in every
-repetition: the steps of an unrolled RNN, the per-variable updates of an optimizer, or the
-same layers in a training and an evaluation plan become kernels with identical source, which
-the kernel cache compiles once (it keys kernels by their source, see cache.py). No kernel is
-longer than `window` ops.
+so a slower Numba compile delays only the upgrade.
 """
 from __future__ import annotations
 
@@ -38,7 +32,7 @@ import os
 
 __all__ = ["split", "SPLIT_ABOVE", "WINDOW"]
 
-SPLIT_ABOVE = int(os.environ.get("JITFLOW_SPLIT_ABOVE", 400))  # runs this long stay one kernel
+SPLIT_ABOVE = int(os.environ.get("JITFLOW_SPLIT_ABOVE", 512))  # runs this long stay one kernel
 WINDOW = int(os.environ.get("JITFLOW_KERNEL_OPS", 48))        # longest kernel of a split run
 _CONTEXT = 3        # tokens hashed together at each position
 _NEAR = 8           # inputs from further back count as "from outside" in a token
