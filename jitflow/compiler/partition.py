@@ -20,8 +20,9 @@ compile time in brackets):
     compile_scaling forward 320 (385 ops): 0.63 -> 0.58 ms [21.5 -> 33.8 s]
     compile_scaling forward 600 (720 ops): 1.18 -> 1.08 ms [39 -> 104 s]
 
-Training steps gain both ways up to a few hundred ops; long forward graphs full of row
-reductions (each unrolled into 32 lanes) meet Numba's superlinear passes, hence the bound.
+Training steps gain both ways up to a few hundred ops. Long forward graphs meet Numba's
+superlinear passes (those measured are full of row reductions, whose 32 lanes make long IR),
+hence the bound.
 Tier 1 compiles any length in linear time and serves while Numba compiles in the background,
 so a slower Numba compile delays only the upgrade.
 """
