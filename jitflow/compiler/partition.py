@@ -25,6 +25,16 @@ superlinear passes (those measured are full of row reductions, whose 32 lanes ma
 hence the bound.
 Tier 1 compiles any length in linear time and serves while Numba compiles in the background,
 so a slower Numba compile delays only the upgrade.
+
+Where to cut is decided by content, not by position (content-defined chunking): every op gets
+a token from its type, dtypes and how its inputs are wired (the distance back to each nearby
+input's producer, never names), a hash over the tokens of the last few ops is computed at
+every position, and each kernel ends where that hash is smallest within the range of allowed
+lengths (see `cut_points`). Repeated structure is therefore cut at the same place in every
+repetition: the steps of an unrolled RNN, the per-variable updates of an optimizer, or the
+same layers in a training and an evaluation plan become kernels with identical source, which
+the kernel cache compiles once (it keys kernels by their source, see cache.py). No kernel is
+longer than `window` ops.
 """
 from __future__ import annotations
 
