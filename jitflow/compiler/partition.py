@@ -19,10 +19,16 @@ compile time in brackets):
     compile_scaling train 100 (750 ops): 0.44 -> 0.34 ms [15.5 -> 18.4 s]
     compile_scaling forward 320 (385 ops): 0.63 -> 0.58 ms [21.5 -> 33.8 s]
     compile_scaling forward 600 (720 ops): 1.18 -> 1.08 ms [39 -> 104 s]
+    compile_scaling forward 200 (243 ops): 0.39 -> 0.35 ms [12.8 -> 16.1 s]
+    tf.metrics program's update (226 ops): [10 -> 15 s]
 
-Training steps gain both ways up to a few hundred ops. Long forward graphs meet Numba's
-superlinear passes (those measured are full of row reductions, whose 32 lanes make long IR),
-hence the bound.
+Training steps gain both ways up to a few hundred ops. The graphs whose Numba compile grew
+when whole are the ones full of innermost-axis reductions (each becomes 32 lanes of partial
+sums, long IR for Numba's superlinear passes), so the bound counts such a reduction as
+`_LANE_REDUCTION_WEIGHT` ops (`weight`): the RNN steps above (2 of them) and the CNN (4) stay
+whole; the forward graphs (33-53), the metrics update (24) and train 50 (19; its whole kernel
+was the better one, a loss this bound accepts) are cut.
+
 Tier 1 compiles any length in linear time and serves while Numba compiles in the background,
 so a slower Numba compile delays only the upgrade.
 
@@ -41,7 +47,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-__all__ = ["split", "SPLIT_ABOVE", "WINDOW"]
+__all__ = ["split", "weight", "SPLIT_ABOVE", "WINDOW"]
 
 SPLIT_ABOVE = int(os.environ.get("JITFLOW_SPLIT_ABOVE", 512))  # runs this long stay one kernel
 WINDOW = int(os.environ.get("JITFLOW_KERNEL_OPS", 48))        # longest kernel of a split run
@@ -118,15 +124,51 @@ def cut_points(ops, window: int) -> list:
     return cuts
 
 
+# what Numba's compile time sees in one op: an innermost-axis reduction becomes _LANES partial
+# sums (emit.py), a loop nest several times an elementwise op's IR. Calibrated on the graphs in
+# the module doc: the smallest that compiled slower whole, the metrics update (226 ops, 24 such
+# reductions), weighs 514.
+_LANE_REDUCTION_WEIGHT = 13
+_ROW_OPS = frozenset({"Softmax", "LogSoftmax", "SoftmaxCrossEntropyWithLogits",
+                      "SparseSoftmaxCrossEntropyWithLogits"})
+
+
+def _lane_reduction(op) -> bool:
+    """Whether `op` reduces along its input's innermost axis (a row reduction, or all axes)."""
+    if op.type in _ROW_OPS:
+        return True
+    d = getattr(op, "op_def", None)
+    if d is None or d.kind != "reduce":
+        return False
+    if op.type == "Unbroadcast":   # sums over the axes input 1's shape was broadcast along
+        g, x = (t.shape.as_tuple() for t in op.inputs[:2])
+        if g is None or x is None:
+            return True
+        if not x:
+            return len(g) > 0
+        return bool(g) and x[-1] == 1 and g[-1] != 1
+    axis = op.attrs.get("axis")
+    rank = op.inputs[0].shape.ndims
+    if axis is None or rank is None:
+        return True
+    return rank > 0 and any(int(a) % rank == rank - 1 for a in axis)
+
+
+def weight(ops) -> int:
+    """The length of a run as `SPLIT_ABOVE` counts it: one per op, `_LANE_REDUCTION_WEIGHT`
+    per innermost-axis reduction."""
+    return len(ops) + (_LANE_REDUCTION_WEIGHT - 1) * sum(map(_lane_reduction, ops))
+
+
 def split(ops: list, above: int = None, window: int = None) -> list:
-    """`ops` as one list when it has at most `above` ops, else as chunks cut by content.
+    """`ops` as one list when its `weight` is at most `above`, else as chunks cut by content.
 
     Constants used by a chunk but produced in an earlier one are repeated in the chunk, so a
     kernel sees its scalar constants as literals wherever they were created; so are variable
     reads the chunks in between cannot change (see `_read_of`)."""
     above = SPLIT_ABOVE if above is None else above
     window = WINDOW if window is None else window
-    if len(ops) <= above:
+    if weight(ops) <= above:
         return [ops]
     chunks, start = [], 0
     for c in cut_points(ops, window):
