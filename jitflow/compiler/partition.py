@@ -47,6 +47,8 @@ from __future__ import annotations
 import hashlib
 import os
 
+import numpy as np
+
 __all__ = ["split", "weight", "SPLIT_ABOVE", "WINDOW"]
 
 SPLIT_ABOVE = int(os.environ.get("JITFLOW_SPLIT_ABOVE", 512))  # runs this long stay one kernel
@@ -147,11 +149,12 @@ def _lane_reduction(op) -> bool:
         if not x:
             return len(g) > 0
         return bool(g) and x[-1] == 1 and g[-1] != 1
-    axis = op.attrs.get("axis")
+    axis = op.attrs.get("axis")   # a tuple (None: every axis), an int for ArgMax/ArgMin
     rank = op.inputs[0].shape.ndims
     if axis is None or rank is None:
         return True
-    return rank > 0 and any(int(a) % rank == rank - 1 for a in axis)
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    return rank > 0 and any(int(a) % rank == rank - 1 for a in axes)
 
 
 def weight(ops) -> int:

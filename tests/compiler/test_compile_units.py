@@ -555,3 +555,15 @@ def test_innermost_reductions_weigh_more_than_other_ops():
     assert to_rows.op.type == to_bias.op.type == "Unbroadcast"
     assert partition._lane_reduction(to_rows.op)
     assert not partition._lane_reduction(to_bias.op)
+
+
+@pytest.mark.parametrize("make, lanes", [
+    (lambda x: tf.argmax(x, 1), True), (lambda x: tf.argmin(x, 0), False),
+    (lambda x: tf.argmax(x, -1), True), (lambda x: tf.nn.l2_loss(x), True),
+    (lambda x: tf.reduce_max(x), True), (lambda x: tf.reduce_any(x > 0, axis=[0]), False),
+    (lambda x: tf.nn.softmax(x), True)])
+def test_every_reduction_kind_is_weighed(make, lanes):
+    tf.reset_default_graph()
+    y = make(tf.placeholder(tf.float32, [None, 5]))
+    assert partition._lane_reduction(y.op) is lanes
+    assert partition.weight([y.op]) == (partition._LANE_REDUCTION_WEIGHT if lanes else 1)
