@@ -8,7 +8,8 @@ ops. Split, the cost is linear in the graph, and nothing is too large to compile
 Splitting has a run-time price, paid on every step: each value crossing a cut is returned by
 one kernel as a new array (boxed into a NumPy object) and passed into the next, and each
 kernel call costs a Python-level dispatch. A training step crosses many values (the forward
-activations the backward pass reads), so runs of up to `SPLIT_ABOVE` ops stay one kernel.
+activations the backward pass reads), so a run stays one kernel while its `weight` is at most
+`SPLIT_ABOVE`, and always when it has at most `WHOLE_BELOW` ops (the bound before the weight).
 Measured with one thread (median warm step, Numba kernels, JITFLOW_COMPILE=sync, Numba's
 compile time in brackets):
 
@@ -51,7 +52,8 @@ import numpy as np
 
 __all__ = ["split", "weight", "SPLIT_ABOVE", "WINDOW"]
 
-SPLIT_ABOVE = int(os.environ.get("JITFLOW_SPLIT_ABOVE", 512))  # runs this long stay one kernel
+SPLIT_ABOVE = int(os.environ.get("JITFLOW_SPLIT_ABOVE", 512))  # runs this heavy stay one kernel
+WHOLE_BELOW = 96     # runs this long stay one kernel whatever their weight
 WINDOW = int(os.environ.get("JITFLOW_KERNEL_OPS", 48))        # longest kernel of a split run
 _CONTEXT = 3        # tokens hashed together at each position
 _NEAR = 8           # inputs from further back count as "from outside" in a token
@@ -164,14 +166,15 @@ def weight(ops) -> int:
 
 
 def split(ops: list, above: int = None, window: int = None) -> list:
-    """`ops` as one list when its `weight` is at most `above`, else as chunks cut by content.
+    """`ops` as one list when its `weight` is at most `above` (or it has at most `WHOLE_BELOW`
+    ops, and `above` is not smaller), else as chunks cut by content.
 
     Constants used by a chunk but produced in an earlier one are repeated in the chunk, so a
     kernel sees its scalar constants as literals wherever they were created; so are variable
     reads the chunks in between cannot change (see `_read_of`)."""
     above = SPLIT_ABOVE if above is None else above
     window = WINDOW if window is None else window
-    if weight(ops) <= above:
+    if len(ops) <= min(above, WHOLE_BELOW) or weight(ops) <= above:
         return [ops]
     chunks, start = [], 0
     for c in cut_points(ops, window):

@@ -531,20 +531,23 @@ def test_a_training_step_of_a_few_hundred_ops_is_one_kernel():
 
 def test_innermost_reductions_weigh_more_than_other_ops():
     # a row reduction becomes 32 lanes of partial sums: long IR for Numba's superlinear
-    # passes, so a run full of them is cut sooner; the same run reducing along axis 0 is not
+    # passes, so a run full of them is cut sooner; the same run reducing along axis 0 is not,
+    # and a short run stays whole either way
     def run_of(axis: int) -> list:
         tf.reset_default_graph()
         h = tf.placeholder(tf.float32, [None, 8])
-        for _ in range(40):
+        for _ in range(60):
             h = h - tf.reduce_mean(h, axis, keepdims=True)
         return _graph_ops()
 
     rows, cols = run_of(1), run_of(0)
-    assert len(rows) == len(cols) < partition.SPLIT_ABOVE
+    assert partition.WHOLE_BELOW < len(rows) == len(cols) < partition.SPLIT_ABOVE
     assert partition.weight(cols) == len(cols)
     assert partition.weight(rows) > partition.SPLIT_ABOVE
     assert partition.split(cols) == [cols]
     assert len(partition.split(rows)) > 1
+    short = rows[:partition.WHOLE_BELOW]
+    assert partition.weight(short) > partition.SPLIT_ABOVE and partition.split(short) == [short]
     # gradients of broadcasting: summing a [n, 8] gradient back to [n, 1] reduces rows, back
     # to a [8] bias reduces the batch axis
     from jitflow.ops.math import unbroadcast
