@@ -145,12 +145,14 @@ def _lane_reduction(op) -> bool:
     if d is None or d.kind != "reduce":
         return False
     if op.type == "Unbroadcast":   # sums over the axes input 1's shape was broadcast along
+        from jitflow.ops.math import unbroadcast_axes
         g, x = (t.shape.as_tuple() for t in op.inputs[:2])
         if g is None or x is None:
             return True
-        if not x:
-            return len(g) > 0
-        return bool(g) and x[-1] == 1 and g[-1] != 1
+        if len(g) < len(x):   # not a valid Unbroadcast: its lowering refuses it
+            return False
+        axes = unbroadcast_axes([d == 1 for d in g], [d == 1 for d in x])
+        return len(g) - 1 in axes
     axis = op.attrs.get("axis")   # a tuple (None: every axis), an int for ArgMax/ArgMin
     rank = op.inputs[0].shape.ndims
     if axis is None or rank is None:

@@ -161,14 +161,20 @@ def scalar_like(value, t: Tensor) -> Tensor:
 
 
 # -- unbroadcast: sum a gradient back to an input's shape -----------------------------------------
+def unbroadcast_axes(g_ones, x_ones) -> tuple:
+    """The axes of a gradient (axis k of g is 1 where g_ones[k]) that Unbroadcast sums to
+    reach an input of x_ones' rank: the leading ones, and those where x is 1 and g is not."""
+    lead = len(g_ones) - len(x_ones)
+    return tuple(range(lead)) + tuple(
+        k + lead for k, one in enumerate(x_ones) if one and not g_ones[k + lead])
+
+
 def _unbroadcast_ref(op, g, x):
     shape = np.shape(x)
     g = np.asarray(g)
     if g.shape == shape:
         return g
-    lead = g.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(
-        i + lead for i, d in enumerate(shape) if d == 1 and g.shape[i + lead] != 1)
+    axes = unbroadcast_axes([d == 1 for d in g.shape], [d == 1 for d in shape])
     return np.sum(g, axis=axes, keepdims=False).reshape(shape).astype(g.dtype, copy=False)
 
 
@@ -180,8 +186,7 @@ def _lower_unbroadcast(low, op, pos: int) -> None:
     lead = len(g_ones) - len(x_ones)
     if lead < 0:
         raise Unsupported("unbroadcast to a higher rank")
-    axes = tuple(range(lead)) + tuple(
-        k + lead for k, one in enumerate(x_ones) if one and not g_ones[k + lead])
+    axes = unbroadcast_axes(g_ones, x_ones)
     for k, one in enumerate(x_ones):
         if not one and not g_ones[k + lead] and g_dims[k + lead] != x_dims[k]:
             low.checks.append(Check(g_dims[k + lead], x_dims[k], pos, "Incompatible shapes"))
