@@ -2,6 +2,8 @@
 # The real-GPU checks in one go (for a machine with an NVIDIA GPU and numba-cuda installed):
 # the cuda backend's tests on the GPU, then benchmarks/cuda_bench.py. Logs and the results
 # table go to ${OUT:-gpu-check}/.
+# numba-cuda 0.30.4 calls np.row_stack on import, which numpy 2.5 removed: where the machine's
+# numpy is 2.5, put numpy 2.4 first on PYTHONPATH (the H100 run of 2026-11-26 did).
 set -u
 cd "$(dirname "$0")/.."
 OUTDIR=${OUT:-gpu-check}; mkdir -p "$OUTDIR"
