@@ -137,8 +137,10 @@ def small_kernels(monkeypatch):
 
 def test_unrolled_rnn_compiles_its_repeated_kernels_once(small_kernels):
     # the training step (its forward half is the forward plan's chunks, cut at the same phase)
-    sizes = {steps: _distinct_kernels(steps, True) for steps in (32, 64)}
-    (s32, k32), (s64, k64) = sizes[32], sizes[64]
+    # (24 and 48 steps: 15 distinct kernels each; the smallest pair where the repetition already
+    # covers whole chunks, each distinct kernel a Numba compile of about 1.4 s)
+    sizes = {steps: _distinct_kernels(steps, True) for steps in (24, 48)}
+    (s32, k32), (s64, k64) = sizes[24], sizes[48]
     # twice the steps: more kernels run, but once the repetition is long enough only
     # the chunks where it starts and ends are distinct: the repeated middle compiles once
     assert s64 > s32 + 8, sizes
