@@ -87,6 +87,76 @@ def test_conv2d_and_its_gradients_match_the_interpreter(dtype, cases):
                 raise AssertionError(f"conv case {case}, batch {batch}: {e}") from None
 
 
+# Winograd convolutions (stride 1, no dilation, 3x3 or 5x5, at least 16 channels in and out, at
+# least 1024 output pixels): image sizes that are not multiples of the output tile (4 for 3x3,
+# 2 for 5x5), both paddings, unequal channel counts. Float32 results differ from the reference
+# by up to ~2e-5 of the largest magnitude (the transforms scale by up to 16 before the products).
+WINOGRAD_CASES = [
+    # (batch, input hw, kernel, padding, in, out)
+    (5, (17, 15), 3, "SAME", 16, 20),
+    (4, (19, 22), 3, "VALID", 24, 16),
+    (5, (15, 14), 5, "SAME", 16, 18),
+    (4, (23, 21), 5, "VALID", 17, 16),
+]
+
+
+def _winograd_graph(dtype, cases):
+    npd = np.dtype(dtype)
+    inputs, fetches = [], []
+    for n, (h, w), k, padding, cin, cout in cases:
+        x = tf.placeholder(dtype, [None, h, w, cin])
+        f = tf.Variable(RNG.standard_normal((k, k, cin, cout)).astype(npd) / k)
+        y = tf.nn.conv2d(x, f, [1, 1, 1, 1], padding)
+        gx, gf = tf.gradients(tf.reduce_sum(tf.sin(y)), [x, f])
+        inputs.append((x, (n, h, w, cin)))
+        fetches.append([y, gx, gf])
+    feed = {x: RNG.standard_normal(shape).astype(npd) for x, shape in inputs}
+    return fetches, feed
+
+
+def test_the_winograd_cases_take_the_winograd_path_and_the_others_do_not():
+    from jitflow.backends.numba_cpu import nnlib
+    for n, (h, w), k, padding, cin, cout in WINOGRAD_CASES:
+        oh, ow = (h, w) if padding == "SAME" else (h - k + 1, w - k + 1)
+        assert nnlib._winograd(k, k, 1, 1, 1, 1, cin, cout, n * oh * ow)
+        assert nnlib._winograd(k, k, 1, 1, 1, 1, cout, cin, n * h * w)    # the input gradient
+    assert not nnlib._winograd(3, 3, 2, 2, 1, 1, 32, 32, 4096)    # strided
+    assert not nnlib._winograd(3, 3, 1, 1, 2, 2, 32, 32, 4096)    # dilated
+    assert not nnlib._winograd(7, 7, 1, 1, 1, 1, 32, 32, 4096)    # no 7x7 transform
+    assert not nnlib._winograd(3, 5, 1, 1, 1, 1, 32, 32, 4096)    # not square
+    assert not nnlib._winograd(3, 3, 1, 1, 1, 1, 3, 32, 4096)     # few channels
+    assert not nnlib._winograd(3, 3, 1, 1, 1, 1, 32, 32, 512)     # few pixels
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_winograd_convolutions_and_gradients_match_the_interpreter(dtype):
+    fetches, feed = _winograd_graph(dtype, WINOGRAD_CASES)
+    res = _both(fetches, feed)
+    rel = 3e-5 if dtype == "float32" else 1e-12
+    for case, got, want in zip(WINOGRAD_CASES, res["numba"], res["interpreter"]):
+        for name, g, w in zip(("conv2d", "input gradient", "filter gradient"), got, want):
+            scale = float(np.abs(w).max())
+            err = float(np.abs(g.astype(np.float64) - w).max())
+            assert g.dtype == w.dtype and g.shape == w.shape, (case, name)
+            assert err <= rel * scale, f"{case} {name}: error {err:.2e} of {scale:.2e}"
+
+
+def test_winograd_transforms_are_exact_for_polynomial_tiles():
+    """F(m, r) computes an r-tap correlation of m outputs exactly (in float64, integer data)."""
+    from jitflow.backends.numba_cpu import nnlib
+    rng = np.random.default_rng(3)
+    for (at, g, bt), m, r in (((nnlib._AT3, nnlib._G3, nnlib._BT6), 4, 3),
+                              ((nnlib._AT5, nnlib._G5, nnlib._BT6), 2, 5),
+                              ((nnlib._DT3, nnlib._DG3, nnlib._BT6), 3, 4),
+                              ((nnlib._DT5, nnlib._DG5, nnlib._BT6), 5, 2)):
+        assert at.shape == (m, 6) and g.shape == (6, r) and bt.shape == (6, 6)
+        assert np.array_equal(bt, np.round(bt)), "BT holds integers (fractions moved into G)"
+        d = rng.integers(-9, 10, 6).astype(np.float64)
+        taps = rng.integers(-9, 10, r).astype(np.float64)
+        want = [sum(d[i + j] * taps[j] for j in range(r)) for i in range(m)]
+        np.testing.assert_allclose(at @ ((g @ taps) * (bt @ d)), want, rtol=0, atol=1e-9)
+
+
 @pytest.mark.parametrize("cin", [1, 5])
 def test_convolutions_over_several_patch_blocks_match_the_interpreter(cin):
     """Enough output rows for several blocks of patches (the filter gradient sums over

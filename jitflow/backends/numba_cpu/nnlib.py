@@ -13,7 +13,10 @@ buffer (about `_COL_ELEMS` elements, so the block stays in cache while BLAS read
 most `_FEW_CHANNELS` input channels (a first layer on images) the block is transposed, one row
 per tap and whole output image rows per block: copying a patch row of one or three elements at
 a time cost more than the GEMM, a tap's run of output positions is one long copy. A 1x1
-convolution with unit strides is one GEMM on the input itself. The filter gradient is the sum
+convolution with unit strides is one GEMM on the input itself. Stride-1 undilated 3x3 and 5x5
+convolutions with at least 16 channels in and out (and 1024 output pixels) use Winograd's
+minimal filtering instead, forward and both gradients (the section above `conv2d`): 2.8-4x fewer
+multiplications, about 1.8x faster on LeNet's second layer. The filter gradient is the sum
 over blocks of patches^T x output-gradient rows, the input gradient scatters the rows of
 output-gradient x filter^T back onto the input (col2im). Pooling and depthwise convolutions are
 direct loops with the channel axis innermost (contiguous in NHWC: the loops vectorize).
@@ -175,6 +178,314 @@ def _is_pointwise(kh, kw, sh, sw, ph, pw, h, w, oh, ow):
         and oh == h and ow == w
 
 
+# -- Winograd convolutions: stride 1, no dilation, square 3x3 and 5x5 filters, many channels ----
+# The minimal-filtering algorithm F(m, r) computes m outputs of an r-tap correlation from
+# a = m + r - 1 inputs with a multiplications: y = AT [(G g) * (BT d)]. In 2-D, every a x a input
+# tile and every filter become a x a planes of transformed values, and the channel sums become
+# a * a independent GEMMs [tiles, in] x [in, out], one per plane. With a = 6 (points 0, +-1, +-2
+# and infinity) a 5x5 convolution does 36 products per 2x2 output tile where im2col does 100, and
+# a 3x3 one 36 per 4x4 tile where im2col does 144. The input gradient is the same correlation of
+# the output gradient with the flipped filter; the filter gradient is F(r, m): the r x r filter
+# taps are the outputs, an m x m tile of the output gradient the filter, summed over tiles in the
+# transformed domain (one GEMM per plane reducing over the tiles).
+#
+# Float32 results differ from im2col's by a few units in 1e-6 of the output's largest magnitude
+# (the transforms add and scale by up to 2^4 before the products); float64 by ~1e-15.
+
+def _toom_cook(m, r, points):
+    """(AT [m, a], G [a, r], BT [a, a]) of F(m, r) on `points` (a - 1 finite ones and infinity),
+    exact in rationals; each BT row is scaled to integers and G's row divided to match."""
+    from fractions import Fraction
+    from math import gcd
+    a = m + r - 1
+
+    def evaluate(k):          # rows: a polynomial of degree < k at each point, then at infinity
+        rows = [[Fraction(p) ** j for j in range(k)] for p in points]
+        return rows + [[Fraction(0)] * (k - 1) + [Fraction(1)]]
+
+    vand = evaluate(a)
+    inv = [row + [Fraction(int(i == j)) for j in range(a)] for i, row in enumerate(vand)]
+    for col in range(a):      # Gauss-Jordan: inv becomes [I | vand^-1]
+        piv = next(i for i in range(col, a) if inv[i][col] != 0)
+        inv[col], inv[piv] = inv[piv], inv[col]
+        inv[col] = [v / inv[col][col] for v in inv[col]]
+        for i in range(a):
+            if i != col and inv[i][col] != 0:
+                inv[i] = [u - inv[i][col] * v for u, v in zip(inv[i], inv[col])]
+    bt = [[inv[j][a + i] for j in range(a)] for i in range(a)]       # vand^-T
+    ea = evaluate(m)
+    at = [[ea[k][i] for k in range(a)] for i in range(m)]
+    g = evaluate(r)
+    for i in range(a):
+        den = 1
+        for v in bt[i]:
+            den = den * v.denominator // gcd(den, v.denominator)
+        num = 0
+        for v in bt[i]:
+            num = gcd(num, abs(v.numerator * (den // v.denominator)))
+        scale = Fraction(den, num)
+        bt[i] = [v * scale for v in bt[i]]
+        g[i] = [v / scale for v in g[i]]
+    return tuple(np.array([[float(v) for v in row] for row in mat]) for mat in (at, g, bt))
+
+
+_POINTS = (0, 1, -1, 2, -2)
+_AT3, _G3, _BT6 = _toom_cook(4, 3, _POINTS)     # 3x3 filters, 4x4 output tiles
+_AT5, _G5, _ = _toom_cook(2, 5, _POINTS)        # 5x5 filters, 2x2 output tiles
+_DT3, _DG3, _ = _toom_cook(3, 4, _POINTS)       # 3x3 filter gradient from 4x4 tiles
+_DT5, _DG5, _ = _toom_cook(5, 2, _POINTS)       # 5x5 filter gradient from 2x2 tiles
+_WINO_MIN_CHANNELS = 16      # fewer channels in or out: im2col measured as fast or faster
+_WINO_MIN_PIXELS = 1024      # output pixels (batch included) below which im2col is kept
+_WINO_TILES = 32             # tiles per block: the block's planes stay in L2
+
+
+@_inline
+def _winograd(kh, kw, sh, sw, dh, dw, cin, cout, pixels):
+    return (kh == kw and (kh == 3 or kh == 5) and sh == 1 and sw == 1 and dh == 1 and dw == 1
+            and cin >= _WINO_MIN_CHANNELS and cout >= _WINO_MIN_CHANNELS
+            and pixels >= _WINO_MIN_PIXELS)
+
+
+@_jit
+def _lin_rows(dst, coefs, row, src, n):
+    """dst[:n] = sum over i of coefs[row, i] * src[i, :n], zero coefficients skipped."""
+    first = True
+    for i in range(coefs.shape[1]):
+        cf = coefs[row, i]
+        if cf == 0:
+            continue
+        s = src[i]
+        if first:
+            for e in range(n):
+                dst[e] = cf * s[e]
+            first = False
+        else:
+            for e in range(n):
+                dst[e] += cf * s[e]
+    if first:
+        dst[:n] = 0
+
+
+@_jit
+def _lin_cols(dst, coefs, row, src, j, n):
+    """dst[:n] = sum over i of coefs[row, i] * src[i, j, :n]."""
+    first = True
+    for i in range(coefs.shape[1]):
+        cf = coefs[row, i]
+        if cf == 0:
+            continue
+        s = src[i, j]
+        if first:
+            for e in range(n):
+                dst[e] = cf * s[e]
+            first = False
+        else:
+            for e in range(n):
+                dst[e] += cf * s[e]
+    if first:
+        dst[:n] = 0
+
+
+@_inline
+def _tile_origin(t, th, tw, m):
+    b = t // (th * tw)
+    rem = t - b * th * tw
+    ty = rem // tw
+    return b, ty * m, (rem - ty * tw) * m
+
+
+@_jit
+def _wino_input(x, v, vo, t0, cnt, th, tw, m, ph, pw, bt, d, e):
+    """v[p * a + q, vo + tl * c + ch] = (BT tile BT^T)[p, q] of input tile t0 + tl (a x a
+    values from row y0 - ph, column x0 - pw; zero outside the image), channel ch. d and e:
+    [a, a, >= cnt * c] scratch (the gathered tiles, the row transform)."""
+    n, h, w, c = x.shape
+    a = bt.shape[0]
+    L = cnt * c
+    for tl in range(cnt):
+        b, y0, x0 = _tile_origin(t0 + tl, th, tw, m)
+        o = tl * c
+        for i in range(a):
+            iy = y0 - ph + i
+            for j in range(a):
+                ix = x0 - pw + j
+                dst = d[i, j]
+                if iy >= 0 and iy < h and ix >= 0 and ix < w:
+                    for ch in range(c):
+                        dst[o + ch] = x[b, iy, ix, ch]
+                else:
+                    for ch in range(c):
+                        dst[o + ch] = 0
+    for p in range(a):
+        for j in range(a):
+            _lin_cols(e[p, j], bt, p, d, j, L)
+    for p in range(a):
+        for q in range(a):
+            _lin_rows(v[p * a + q, vo:vo + L], bt, q, e[p], L)
+
+
+@_jit
+def _wino_filter(f, u, g, flip):
+    """u[p * a + q, ci, co] = (G f G^T)[p, q] of one filter plane: f[:, :, ci, co], or with
+    flip the input gradient's filter f[r-1-i, r-1-j, co, ci] (rotated, in and out swapped)."""
+    r = f.shape[0]
+    a = g.shape[0]
+    cin, cout = u.shape[1], u.shape[2]
+    tmp = np.empty((a, r, cout), u.dtype)
+    for ci in range(cin):
+        for p in range(a):
+            for j in range(r):
+                row = tmp[p, j]
+                row[:] = 0
+                for i in range(r):
+                    cf = g[p, i]
+                    if cf == 0:
+                        continue
+                    if flip:
+                        for co in range(cout):
+                            row[co] += cf * f[r - 1 - i, r - 1 - j, co, ci]
+                    else:
+                        for co in range(cout):
+                            row[co] += cf * f[i, j, ci, co]
+        for p in range(a):
+            for q in range(a):
+                dst = u[p * a + q, ci]
+                dst[:] = 0
+                for j in range(r):
+                    cf = g[q, j]
+                    if cf != 0:
+                        for co in range(cout):
+                            dst[co] += cf * tmp[p, j, co]
+
+
+@_jit
+def _wino_output(mm, out, t0, cnt, th, tw, at, z, y):
+    """Output tiles t0.. from the planes mm[p * a + q, tl * k + kk]: AT plane AT^T, cut at the
+    output's edge. z [m, a, >= cnt * k] and y [m, m, >= cnt * k]: scratch."""
+    n, oh, ow, k = out.shape
+    m, a = at.shape
+    L = cnt * k
+    planes = mm.reshape((a, a, mm.shape[1]))
+    for p in range(a):
+        for j in range(m):
+            _lin_rows(z[j, p], at, j, planes[p], L)
+    for i in range(m):
+        for j in range(m):
+            _lin_rows(y[i, j], at, i, z[j], L)
+    for tl in range(cnt):
+        b, y0, x0 = _tile_origin(t0 + tl, th, tw, m)
+        o = tl * k
+        for i in range(min(m, oh - y0)):
+            for j in range(min(m, ow - x0)):
+                src = y[i, j]
+                dst = out[b, y0 + i, x0 + j]
+                for kk in range(k):
+                    dst[kk] = src[o + kk]
+
+
+@_jit
+def _wino_correlate(x, f, out, ph, pw, at64, g64, bt64, flip):
+    """out[b, y, z, o] = sum over i, j, c of x[b, y + i - ph, z + j - pw, c] * F[i, j, c, o] (zero
+    outside x), F = f or, with flip, f rotated by 180 degrees with its in and out swapped."""
+    n, h, w, c = x.shape
+    oh, ow, k = out.shape[1], out.shape[2], out.shape[3]
+    m, a = at64.shape
+    dt = x.dtype
+    at = at64.astype(dt)
+    g = g64.astype(dt)
+    bt = bt64.astype(dt)
+    u = np.empty((a * a, c, k), dt)
+    _wino_filter(f, u, g, flip)
+    th = (oh + m - 1) // m
+    tw = (ow + m - 1) // m
+    tiles = n * th * tw
+    nt = min(_WINO_TILES, tiles)
+    v = np.empty((a * a, nt * c), dt)
+    mm = np.empty((a * a, nt * k), dt)
+    d = np.empty((a, a, nt * c), dt)
+    e = np.empty((a, a, nt * c), dt)
+    z = np.empty((m, a, nt * k), dt)
+    y = np.empty((m, m, nt * k), dt)
+    for t0 in range(0, tiles, nt):
+        cnt = min(nt, tiles - t0)
+        _wino_input(x, v, 0, t0, cnt, th, tw, m, ph, pw, bt, d, e)
+        for pq in range(a * a):
+            np.dot(v[pq, :cnt * c].reshape((cnt, c)), u[pq], mm[pq, :cnt * k].reshape((cnt, k)))
+        _wino_output(mm, out, t0, cnt, th, tw, at, z, y)
+
+
+@_jit
+def _wino_grad_tiles(gr, ug, vo, t0, cnt, th, tw, g2, d, e):
+    """ug[p * a + q, vo + tl * k + kk] = (G2 t G2^T)[p, q], t the m x m tile of the output
+    gradient gr at tile t0 + tl (zero past its edge)."""
+    n, oh, ow, k = gr.shape
+    a, m = g2.shape
+    L = cnt * k
+    for tl in range(cnt):
+        b, y0, x0 = _tile_origin(t0 + tl, th, tw, m)
+        o = tl * k
+        for i in range(m):
+            for j in range(m):
+                dst = d[i, j]
+                if y0 + i < oh and x0 + j < ow:
+                    for kk in range(k):
+                        dst[o + kk] = gr[b, y0 + i, x0 + j, kk]
+                else:
+                    for kk in range(k):
+                        dst[o + kk] = 0
+    for p in range(a):
+        for j in range(m):
+            _lin_cols(e[p, j], g2, p, d, j, L)
+    for p in range(a):
+        for q in range(a):
+            _lin_rows(ug[p * a + q, vo:vo + L], g2, q, e[p], L)
+
+
+@_jit
+def _wino_filter_grad(x, gr, df, ph, pw, at64, g64, bt64):
+    """df[i, j, c, o] = sum over b, y, z of x[b, y + i - ph, z + j - pw, c] * gr[b, y, z, o]."""
+    n, h, w, c = x.shape
+    oh, ow, k = gr.shape[1], gr.shape[2], gr.shape[3]
+    r, a = at64.shape
+    m = g64.shape[1]
+    dt = x.dtype
+    at = at64.astype(dt)
+    g2 = g64.astype(dt)
+    bt = bt64.astype(dt)
+    th = (oh + m - 1) // m
+    tw = (ow + m - 1) // m
+    tiles = n * th * tw
+    sub = min(_WINO_TILES, tiles)
+    nt = min(8 * _WINO_TILES, tiles)     # tiles per GEMM: the products reduce over them
+    v = np.empty((a * a, nt * c), dt)
+    ug = np.empty((a * a, nt * k), dt)
+    d = np.empty((a, a, sub * c), dt)
+    e = np.empty((a, a, sub * c), dt)
+    dg = np.empty((m, m, sub * k), dt)
+    eg = np.empty((a, m, sub * k), dt)
+    acc = np.zeros((a * a, c, k), dt)
+    part = np.empty((c, k), dt)
+    for t0 in range(0, tiles, nt):
+        cnt = min(nt, tiles - t0)
+        for s0 in range(0, cnt, sub):
+            sc = min(sub, cnt - s0)
+            _wino_input(x, v, s0 * c, t0 + s0, sc, th, tw, m, ph, pw, bt, d, e)
+            _wino_grad_tiles(gr, ug, s0 * k, t0 + s0, sc, th, tw, g2, dg, eg)
+        for pq in range(a * a):
+            np.dot(v[pq, :cnt * c].reshape((cnt, c)).T, ug[pq, :cnt * k].reshape((cnt, k)),
+                   part)
+            _add_into(acc[pq], part)
+    planes = acc.reshape((a, a, c * k))
+    z = np.empty((r, a, c * k), dt)
+    for p in range(a):
+        for j in range(r):
+            _lin_rows(z[j, p], at, j, planes[p], c * k)
+    taps = df.reshape((r, r, c * k))
+    for i in range(r):
+        for j in range(r):
+            _lin_rows(taps[i, j], at, i, z[j], c * k)
+
+
 @_jit
 def conv2d(x, f, out, sh, sw, dh, dw, same):
     """out[b, y, z, o] = sum over i, j, c of xpad[b, y*sh + i*dh, z*sw + j*dw, c] f[i, j, c, o]."""
@@ -191,6 +502,12 @@ def conv2d(x, f, out, sh, sw, dh, dw, same):
         return
     ph = pad_before(h, oh, kh, sh, dh, same)
     pw = pad_before(w, ow, kw, sw, dw, same)
+    if _winograd(kh, kw, sh, sw, dh, dw, c, co, m):
+        if kh == 3:
+            _wino_correlate(x, f, out, ph, pw, _AT3, _G3, _BT6, False)
+        else:
+            _wino_correlate(x, f, out, ph, pw, _AT5, _G5, _BT6, False)
+        return
     f2 = f.reshape((kd, co))
     if _is_pointwise(kh, kw, sh, sw, ph, pw, h, w, oh, ow):
         np.dot(x.reshape((m, c)), f2, out2)
@@ -226,6 +543,12 @@ def conv2d_input_grad(f, g, dx, sh, sw, dh, dw, same):
         return
     ph = pad_before(h, oh, kh, sh, dh, same)
     pw = pad_before(w, ow, kw, sw, dw, same)
+    if _winograd(kh, kw, sh, sw, dh, dw, co, c, n * h * w):
+        if kh == 3:
+            _wino_correlate(g, f, dx, kh - 1 - ph, kw - 1 - pw, _AT3, _G3, _BT6, True)
+        else:
+            _wino_correlate(g, f, dx, kh - 1 - ph, kw - 1 - pw, _AT5, _G5, _BT6, True)
+        return
     f2 = f.reshape((kd, co))
     g2 = g.reshape((m, co))
     if _is_pointwise(kh, kw, sh, sw, ph, pw, h, w, oh, ow):
@@ -270,6 +593,12 @@ def conv2d_filter_grad(x, g, df, sh, sw, dh, dw, same):
         return
     ph = pad_before(h, oh, kh, sh, dh, same)
     pw = pad_before(w, ow, kw, sw, dw, same)
+    if _winograd(kh, kw, sh, sw, dh, dw, c, co, m):
+        if kh == 3:
+            _wino_filter_grad(x, g, df, ph, pw, _DT3, _DG3, _BT6)
+        else:
+            _wino_filter_grad(x, g, df, ph, pw, _DT5, _DG5, _BT6)
+        return
     g2 = g.reshape((m, co))
     if _is_pointwise(kh, kw, sh, sw, ph, pw, h, w, oh, ow):
         np.dot(x.reshape((m, c)).T, g2, df2)
