@@ -157,6 +157,39 @@ def test_winograd_transforms_are_exact_for_polynomial_tiles():
         np.testing.assert_allclose(at @ ((g @ taps) * (bt @ d)), want, rtol=0, atol=1e-9)
 
 
+def test_winograd_routines_equal_direct_sums_on_random_shapes():
+    """nnlib's three routines on random Winograd shapes (float64, so any indexing slip shows far
+    above rounding): sizes from the filter's up, both paddings, channels 16-39."""
+    from jitflow.backends.numba_cpu import nnlib
+    rng = np.random.default_rng(5)
+    for _ in range(12):
+        r, same = int(rng.choice([3, 5])), bool(rng.integers(2))
+        c, k = (int(v) for v in rng.integers(16, 40, 2))
+        h, w = (int(v) for v in rng.integers(r, 24, 2))
+        oh, ow = (h, w) if same else (h - r + 1, w - r + 1)
+        n = -(-1100 // (oh * ow)) + int(rng.integers(0, 3))
+        assert nnlib._winograd(r, r, 1, 1, 1, 1, c, k, n * oh * ow)
+        x, f = rng.standard_normal((n, h, w, c)), rng.standard_normal((r, r, c, k))
+        g = rng.standard_normal((n, oh, ow, k))
+        y, dx, df = np.empty((n, oh, ow, k)), np.empty_like(x), np.empty_like(f)
+        nnlib.conv2d(x, f, y, 1, 1, 1, 1, same)
+        nnlib.conv2d_input_grad(f, g, dx, 1, 1, 1, 1, same)
+        nnlib.conv2d_filter_grad(x, g, df, 1, 1, 1, 1, same)
+        ph, pw = ((r - 1) // 2,) * 2 if same else (0, 0)
+        xp = np.zeros((n, h + r, w + r, c))
+        xp[:, ph:ph + h, pw:pw + w] = x
+        want_y, want_df, dxp = np.zeros_like(y), np.zeros_like(f), np.zeros_like(xp)
+        for i, j in itertools.product(range(r), range(r)):
+            win = xp[:, i:i + oh, j:j + ow]
+            want_y += win @ f[i, j]
+            want_df[i, j] = np.einsum("nyzc,nyzk->ck", win, g)
+            dxp[:, i:i + oh, j:j + ow] += g @ f[i, j].T
+        for name, got, want in (("conv2d", y, want_y), ("filter gradient", df, want_df),
+                                ("input gradient", dx, dxp[:, ph:ph + h, pw:pw + w])):
+            err = np.abs(got - want).max() / np.abs(want).max()
+            assert err < 1e-12, (name, err, (n, h, w, c, k, r, same))
+
+
 @pytest.mark.parametrize("cin", [1, 5])
 def test_convolutions_over_several_patch_blocks_match_the_interpreter(cin):
     """Enough output rows for several blocks of patches (the filter gradient sums over
