@@ -190,6 +190,34 @@ def test_winograd_routines_equal_direct_sums_on_random_shapes():
             assert err < 1e-12, (name, err, (n, h, w, c, k, r, same))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_non_finite_and_huge_inputs_reach_only_the_outputs_whose_windows_see_them(dtype):
+    """Winograd would spread one inf or NaN over its whole tile (and could overflow on huge
+    values): such inputs take im2col, so only the windows that hold them turn non-finite."""
+    from jitflow.backends.numba_cpu import nnlib
+    npd = np.dtype(dtype)
+    rng = np.random.default_rng(8)
+    n, h, w, c, k = 8, 12, 12, 16, 16
+    f = rng.standard_normal((3, 3, c, k)).astype(npd)
+    for bad in (np.inf, np.nan, 1e30 if dtype == "float32" else 1e200):
+        x = rng.standard_normal((n, h, w, c)).astype(npd)
+        x[2, 5, 6, 3] = bad
+        y = np.empty((n, h, w, k), npd)
+        nnlib.conv2d(x, f, y, 1, 1, 1, 1, True)
+        want = np.zeros((n, h, w, k))
+        xp = np.zeros((n, h + 2, w + 2, c))
+        xp[:, 1:-1, 1:-1] = x
+        with np.errstate(invalid="ignore", over="ignore"):
+            for i, j in itertools.product(range(3), range(3)):
+                want += xp[:, i:i + h, j:j + w] @ f[i, j].astype(np.float64)
+            want = want.astype(npd)
+        finite = np.isfinite(want)
+        assert np.array_equal(np.isfinite(y), finite), bad
+        assert not finite[2, 4:7, 5:8].any() if not np.isfinite(bad) else finite.all()
+        np.testing.assert_allclose(y[finite], want[finite], rtol=1e-4, atol=1e-4 * bad
+                                   if np.isfinite(bad) else 1e-4)
+
+
 @pytest.mark.parametrize("cin", [1, 5])
 def test_convolutions_over_several_patch_blocks_match_the_interpreter(cin):
     """Enough output rows for several blocks of patches (the filter gradient sums over

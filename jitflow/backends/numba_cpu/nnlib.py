@@ -286,6 +286,23 @@ def _lin_cols(dst, coefs, row, src, j, n):
         dst[:n] = 0
 
 
+@_jit
+def _tame(a, b):
+    """Every element of a and b finite and at most 1e12 (float32; 1e100 float64) in magnitude.
+    Winograd mixes a whole tile into every transformed value, so one inf or NaN would reach
+    outputs whose windows never saw it, and huge values could overflow in the transforms where
+    the direct sums would not: such inputs take the im2col path."""
+    lim = 1e12 if a.itemsize == 4 else 1e100
+    bad = 0
+    fa = a.reshape(a.size)
+    for e in range(fa.size):
+        bad += 0 if abs(fa[e]) <= lim else 1
+    fb = b.reshape(b.size)
+    for e in range(fb.size):
+        bad += 0 if abs(fb[e]) <= lim else 1
+    return bad == 0
+
+
 @_inline
 def _tile_origin(t, th, tw, m):
     b = t // (th * tw)
@@ -502,7 +519,7 @@ def conv2d(x, f, out, sh, sw, dh, dw, same):
         return
     ph = pad_before(h, oh, kh, sh, dh, same)
     pw = pad_before(w, ow, kw, sw, dw, same)
-    if _winograd(kh, kw, sh, sw, dh, dw, c, co, m):
+    if _winograd(kh, kw, sh, sw, dh, dw, c, co, m) and _tame(x, f):
         if kh == 3:
             _wino_correlate(x, f, out, ph, pw, _AT3, _G3, _BT6, False)
         else:
@@ -543,7 +560,7 @@ def conv2d_input_grad(f, g, dx, sh, sw, dh, dw, same):
         return
     ph = pad_before(h, oh, kh, sh, dh, same)
     pw = pad_before(w, ow, kw, sw, dw, same)
-    if _winograd(kh, kw, sh, sw, dh, dw, co, c, n * h * w):
+    if _winograd(kh, kw, sh, sw, dh, dw, co, c, n * h * w) and _tame(g, f):
         if kh == 3:
             _wino_correlate(g, f, dx, kh - 1 - ph, kw - 1 - pw, _AT3, _G3, _BT6, True)
         else:
@@ -593,7 +610,7 @@ def conv2d_filter_grad(x, g, df, sh, sw, dh, dw, same):
         return
     ph = pad_before(h, oh, kh, sh, dh, same)
     pw = pad_before(w, ow, kw, sw, dw, same)
-    if _winograd(kh, kw, sh, sw, dh, dw, c, co, m):
+    if _winograd(kh, kw, sh, sw, dh, dw, c, co, m) and _tame(x, g):
         if kh == 3:
             _wino_filter_grad(x, g, df, ph, pw, _DT3, _DG3, _BT6)
         else:
