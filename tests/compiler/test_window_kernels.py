@@ -163,6 +163,7 @@ def test_winograd_routines_equal_direct_sums_on_random_shapes():
     from jitflow.backends.numba_cpu import nnlib
     rng = np.random.default_rng(5)
     for _ in range(12):
+        # (geometry as the kernels pass it: int64s, so no extra compiled signature)
         r, same = int(rng.choice([3, 5])), bool(rng.integers(2))
         c, k = (int(v) for v in rng.integers(16, 40, 2))
         h, w = (int(v) for v in rng.integers(r, 24, 2))
@@ -172,9 +173,9 @@ def test_winograd_routines_equal_direct_sums_on_random_shapes():
         x, f = rng.standard_normal((n, h, w, c)), rng.standard_normal((r, r, c, k))
         g = rng.standard_normal((n, oh, ow, k))
         y, dx, df = np.empty((n, oh, ow, k)), np.empty_like(x), np.empty_like(f)
-        nnlib.conv2d(x, f, y, 1, 1, 1, 1, same)
-        nnlib.conv2d_input_grad(f, g, dx, 1, 1, 1, 1, same)
-        nnlib.conv2d_filter_grad(x, g, df, 1, 1, 1, 1, same)
+        nnlib.conv2d(x, f, y, 1, 1, 1, 1, int(same))
+        nnlib.conv2d_input_grad(f, g, dx, 1, 1, 1, 1, int(same))
+        nnlib.conv2d_filter_grad(x, g, df, 1, 1, 1, 1, int(same))
         ph, pw = ((r - 1) // 2,) * 2 if same else (0, 0)
         xp = np.zeros((n, h + r, w + r, c))
         xp[:, ph:ph + h, pw:pw + w] = x
@@ -203,7 +204,7 @@ def test_non_finite_and_huge_inputs_reach_only_the_outputs_whose_windows_see_the
         x = rng.standard_normal((n, h, w, c)).astype(npd)
         x[2, 5, 6, 3] = bad
         y = np.empty((n, h, w, k), npd)
-        nnlib.conv2d(x, f, y, 1, 1, 1, 1, True)
+        nnlib.conv2d(x, f, y, 1, 1, 1, 1, 1)
         want = np.zeros((n, h, w, k))
         xp = np.zeros((n, h + 2, w + 2, c))
         xp[:, 1:-1, 1:-1] = x
