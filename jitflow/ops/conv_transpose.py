@@ -17,7 +17,8 @@ from jitflow import errors
 from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.compiler.ir import LibCall
 from jitflow.ops.nn import (_check_conv_grad_dims, _conv_input_grad_ref, _four, _np_conv_direct,
-                            _np_vjp, _out_size, _padding, _win_out, _win_params, _win_stored)
+                            _np_vjp, _out_size, _padding, _win_out, _win_params, _win_stored,
+                            winograd_candidate)
 from jitflow.ops.reduce import _legacy
 from jitflow.ops.registry import Example, register
 from jitflow.shapes import TensorShape
@@ -132,7 +133,8 @@ def _lower(low, op, pos: int) -> None:
     ones = tuple(d == 1 for d in sizes)
     _check_conv_grad_dims(low, op, dims, f, g, pos, False)
     out = _win_out(low, op, ones, dims)
-    low.emit(LibCall("conv2d_input_grad", [f, g], [out], _win_params(op), pos))
+    fn = "conv2d_input_grad_w" if winograd_candidate(op, op.inputs[1]) else "conv2d_input_grad"
+    low.emit(LibCall(fn, [f, g], [out], _win_params(op), pos))
 
 
 register("Conv2DBackpropInputSizes", infer=_infer, ref=_ref, grad=_grad, kind="other",

@@ -1221,6 +1221,24 @@ def _win_out(low, op, ones: tuple, dims: tuple):
     return v
 
 
+#: at least this many channels in and out for the Winograd routines (nnlib._WINO_MIN_CHANNELS)
+WINOGRAD_MIN_CHANNELS = 16
+
+
+def winograd_candidate(op, filter_tensor) -> bool:
+    """Whether a (non-depthwise) convolution's static attributes allow nnlib's Winograd path:
+    a square 3x3 or 5x5 filter, unit strides and dilations, at least WINOGRAD_MIN_CHANNELS
+    channels in and out. Such ops call the `_w` routines, which check again on the real arrays
+    (batch size included) and otherwise run im2col; other ops call the plain routines, so their
+    kernels never compile the Winograd code."""
+    sh, sw, dh, dw, _ = _win_geometry(op)
+    dims = filter_tensor.shape.as_list() if filter_tensor.shape.ndims == 4 else [None] * 4
+    kh, kw, cin, cout = dims
+    return (kh == kw and kh in (3, 5) and (sh, sw, dh, dw) == (1, 1, 1, 1)
+            and cin is not None and cout is not None
+            and min(cin, cout) >= WINOGRAD_MIN_CHANNELS)
+
+
 def _lower_conv(low, op, pos: int) -> None:
     """Conv2D and DepthwiseConv2dNative: `conv2d` / `depthwise_conv2d` of the window library."""
     depthwise = op.type == "DepthwiseConv2dNative"
@@ -1240,8 +1258,10 @@ def _lower_conv(low, op, pos: int) -> None:
     dims = (x.dims[0], oh, ow, ch)
     ones = (x.ones[0], oh == 1, ow == 1, ch == 1)
     out = _win_out(low, op, ones, dims)
-    low.emit(LibCall("depthwise_conv2d" if depthwise else "conv2d", [x, f], [out],
-                     (sh, sw, dh, dw, int(same)), pos))
+    fn = "depthwise_conv2d" if depthwise else "conv2d"
+    if not depthwise and winograd_candidate(op, op.inputs[1]):
+        fn = "conv2d_w"
+    low.emit(LibCall(fn, [x, f], [out], (sh, sw, dh, dw, int(same)), pos))
 
 
 def _check_conv_grad_dims(low, op, x_dims, f, g, pos: int, depthwise: bool) -> None:
@@ -1271,6 +1291,8 @@ def _lower_conv_input_grad(low, op, pos: int) -> None:
     _check_conv_grad_dims(low, op, x_dims, f, g, pos, depthwise)
     out = _win_out(low, op, x_ones, x_dims)
     fn = "depthwise_input_grad" if depthwise else "conv2d_input_grad"
+    if not depthwise and winograd_candidate(op, op.inputs[1]):
+        fn = "conv2d_input_grad_w"
     low.emit(LibCall(fn, [f, g], [out], _win_params(op), pos))
 
 
@@ -1288,6 +1310,8 @@ def _lower_conv_filter_grad(low, op, pos: int) -> None:
     _check_conv_grad_dims(low, op, x.dims, fv, g, pos, depthwise)
     out = _win_out(low, op, f_ones, f_dims)
     fn = "depthwise_filter_grad" if depthwise else "conv2d_filter_grad"
+    if not depthwise and winograd_candidate(op, op.inputs[1]):
+        fn = "conv2d_filter_grad_w"
     low.emit(LibCall(fn, [x, g], [out], _win_params(op), pos))
 
 

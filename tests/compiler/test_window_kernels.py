@@ -128,6 +128,25 @@ def test_the_winograd_cases_take_the_winograd_path_and_the_others_do_not():
     assert not nnlib._winograd(3, 3, 1, 1, 1, 1, 32, 32, 512)     # few pixels
 
 
+def test_only_convolutions_that_can_use_winograd_call_its_routines():
+    """The lowering picks the `_w` routines from the graph's static attributes (so kernels of
+    other convolutions never compile the Winograd code); its threshold is nnlib's."""
+    from jitflow.backends.numba_cpu import nnlib
+    from jitflow.ops import nn as nn_ops
+    assert nn_ops.WINOGRAD_MIN_CHANNELS == nnlib._WINO_MIN_CHANNELS
+    fetches, feed = _winograd_graph("float32", WINOGRAD_CASES[:1])
+    x = tf.placeholder(tf.float32, [None, 8, 8, 16])
+    small = tf.nn.conv2d(x, tf.constant(np.ones((3, 3, 16, 8), np.float32)), 1, "SAME")
+    strided = tf.nn.conv2d(x, tf.constant(np.ones((3, 3, 16, 16), np.float32)), 2, "SAME")
+    with tf.Session(backend="numba") as sess:
+        sess.run(tf.global_variables_initializer())
+        src = sess.inspect(fetches, feed)
+        other = sess.inspect([small, strided], {x: np.ones((2, 8, 8, 16), np.float32)})
+    for name in ("conv2d_w(", "conv2d_input_grad_w(", "conv2d_filter_grad_w("):
+        assert name in src, name
+    assert "conv2d(" in other and "_w(" not in other
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_winograd_convolutions_and_gradients_match_the_interpreter(dtype):
     fetches, feed = _winograd_graph(dtype, WINOGRAD_CASES)
@@ -173,9 +192,9 @@ def test_winograd_routines_equal_direct_sums_on_random_shapes():
         x, f = rng.standard_normal((n, h, w, c)), rng.standard_normal((r, r, c, k))
         g = rng.standard_normal((n, oh, ow, k))
         y, dx, df = np.empty((n, oh, ow, k)), np.empty_like(x), np.empty_like(f)
-        nnlib.conv2d(x, f, y, 1, 1, 1, 1, int(same))
-        nnlib.conv2d_input_grad(f, g, dx, 1, 1, 1, 1, int(same))
-        nnlib.conv2d_filter_grad(x, g, df, 1, 1, 1, 1, int(same))
+        nnlib.conv2d_w(x, f, y, 1, 1, 1, 1, int(same))
+        nnlib.conv2d_input_grad_w(f, g, dx, 1, 1, 1, 1, int(same))
+        nnlib.conv2d_filter_grad_w(x, g, df, 1, 1, 1, 1, int(same))
         ph, pw = ((r - 1) // 2,) * 2 if same else (0, 0)
         xp = np.zeros((n, h + r, w + r, c))
         xp[:, ph:ph + h, pw:pw + w] = x
@@ -204,7 +223,7 @@ def test_non_finite_and_huge_inputs_reach_only_the_outputs_whose_windows_see_the
         x = rng.standard_normal((n, h, w, c)).astype(npd)
         x[2, 5, 6, 3] = bad
         y = np.empty((n, h, w, k), npd)
-        nnlib.conv2d(x, f, y, 1, 1, 1, 1, 1)
+        nnlib.conv2d_w(x, f, y, 1, 1, 1, 1, 1)
         want = np.zeros((n, h, w, k))
         xp = np.zeros((n, h + 2, w + 2, c))
         xp[:, 1:-1, 1:-1] = x

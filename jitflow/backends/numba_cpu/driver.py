@@ -114,7 +114,7 @@ def _guard_vecmath_caches() -> None:
     if not _GUARDED:
         _GUARDED.append(True)
         from jitflow.backends.numba_cpu import nnlib, vecmath
-        for fn in list(getattr(vecmath, "FUNCS", {}).values()) + list(nnlib.FUNCS.values()):
+        for fn in list(getattr(vecmath, "FUNCS", {}).values()) + list(nnlib.CACHED):
             _cache._guard_numba_cache(fn)
 
 

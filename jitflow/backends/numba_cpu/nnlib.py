@@ -32,7 +32,8 @@ import os
 import numba
 import numpy as np
 
-__all__ = ["conv2d", "conv2d_input_grad", "conv2d_filter_grad", "depthwise_conv2d",
+__all__ = ["conv2d", "conv2d_input_grad", "conv2d_filter_grad", "conv2d_w",
+           "conv2d_input_grad_w", "conv2d_filter_grad_w", "depthwise_conv2d",
            "depthwise_input_grad", "depthwise_filter_grad", "max_pool", "max_pool_grad",
            "avg_pool", "avg_pool_grad", "pad_before", "CACHE_TOKEN"]
 
@@ -519,12 +520,6 @@ def conv2d(x, f, out, sh, sw, dh, dw, same):
         return
     ph = pad_before(h, oh, kh, sh, dh, same)
     pw = pad_before(w, ow, kw, sw, dw, same)
-    if _winograd(kh, kw, sh, sw, dh, dw, c, co, m) and _tame(x, f):
-        if kh == 3:
-            _wino_correlate(x, f, out, ph, pw, _AT3, _G3, _BT6, False)
-        else:
-            _wino_correlate(x, f, out, ph, pw, _AT5, _G5, _BT6, False)
-        return
     f2 = f.reshape((kd, co))
     if _is_pointwise(kh, kw, sh, sw, ph, pw, h, w, oh, ow):
         np.dot(x.reshape((m, c)), f2, out2)
@@ -560,12 +555,6 @@ def conv2d_input_grad(f, g, dx, sh, sw, dh, dw, same):
         return
     ph = pad_before(h, oh, kh, sh, dh, same)
     pw = pad_before(w, ow, kw, sw, dw, same)
-    if _winograd(kh, kw, sh, sw, dh, dw, co, c, n * h * w) and _tame(g, f):
-        if kh == 3:
-            _wino_correlate(g, f, dx, kh - 1 - ph, kw - 1 - pw, _AT3, _G3, _BT6, True)
-        else:
-            _wino_correlate(g, f, dx, kh - 1 - ph, kw - 1 - pw, _AT5, _G5, _BT6, True)
-        return
     f2 = f.reshape((kd, co))
     g2 = g.reshape((m, co))
     if _is_pointwise(kh, kw, sh, sw, ph, pw, h, w, oh, ow):
@@ -610,12 +599,6 @@ def conv2d_filter_grad(x, g, df, sh, sw, dh, dw, same):
         return
     ph = pad_before(h, oh, kh, sh, dh, same)
     pw = pad_before(w, ow, kw, sw, dw, same)
-    if _winograd(kh, kw, sh, sw, dh, dw, c, co, m) and _tame(x, g):
-        if kh == 3:
-            _wino_filter_grad(x, g, df, ph, pw, _DT3, _DG3, _BT6)
-        else:
-            _wino_filter_grad(x, g, df, ph, pw, _DT5, _DG5, _BT6)
-        return
     g2 = g.reshape((m, co))
     if _is_pointwise(kh, kw, sh, sw, ph, pw, h, w, oh, ow):
         np.dot(x.reshape((m, c)).T, g2, df2)
@@ -645,6 +628,60 @@ def conv2d_filter_grad(x, g, df, sh, sw, dh, dw, same):
         else:
             np.dot(cols[:nr].T, g2[r0:r0 + nr], part)
             _add_into(df2, part)
+
+
+# -- the Winograd entry points: kernels whose convolution has a square 3x3 or 5x5 filter, unit
+# strides and dilations and at least 16 channels in and out (known from the graph: the lowering's
+# `winograd_candidate` in jitflow/ops/nn.py) call these instead of the routines above, so the
+# others never compile the Winograd code (about 9 s per dtype, once per machine). Each checks
+# the geometry again at run time (and the batch, and that the values are finite and moderate)
+# and otherwise runs the im2col routine.
+@_jit
+def conv2d_w(x, f, out, sh, sw, dh, dw, same):
+    n, h, w, c = x.shape
+    kh, kw, _, co = f.shape
+    oh, ow = out.shape[1], out.shape[2]
+    if _winograd(kh, kw, sh, sw, dh, dw, c, co, n * oh * ow) and _tame(x, f):
+        ph = pad_before(h, oh, kh, sh, dh, same)
+        pw = pad_before(w, ow, kw, sw, dw, same)
+        if kh == 3:
+            _wino_correlate(x, f, out, ph, pw, _AT3, _G3, _BT6, False)
+        else:
+            _wino_correlate(x, f, out, ph, pw, _AT5, _G5, _BT6, False)
+        return
+    conv2d(x, f, out, sh, sw, dh, dw, same)
+
+
+@_jit
+def conv2d_input_grad_w(f, g, dx, sh, sw, dh, dw, same):
+    n, h, w, c = dx.shape
+    kh, kw, _, co = f.shape
+    oh, ow = g.shape[1], g.shape[2]
+    if _winograd(kh, kw, sh, sw, dh, dw, co, c, n * h * w) and _tame(g, f):
+        ph = pad_before(h, oh, kh, sh, dh, same)
+        pw = pad_before(w, ow, kw, sw, dw, same)
+        if kh == 3:
+            _wino_correlate(g, f, dx, kh - 1 - ph, kw - 1 - pw, _AT3, _G3, _BT6, True)
+        else:
+            _wino_correlate(g, f, dx, kh - 1 - ph, kw - 1 - pw, _AT5, _G5, _BT6, True)
+        return
+    conv2d_input_grad(f, g, dx, sh, sw, dh, dw, same)
+
+
+@_jit
+def conv2d_filter_grad_w(x, g, df, sh, sw, dh, dw, same):
+    n, h, w, c = x.shape
+    kh, kw, _, co = df.shape
+    oh, ow = g.shape[1], g.shape[2]
+    if _winograd(kh, kw, sh, sw, dh, dw, c, co, n * oh * ow) and _tame(x, g):
+        ph = pad_before(h, oh, kh, sh, dh, same)
+        pw = pad_before(w, ow, kw, sw, dw, same)
+        if kh == 3:
+            _wino_filter_grad(x, g, df, ph, pw, _DT3, _DG3, _BT6)
+        else:
+            _wino_filter_grad(x, g, df, ph, pw, _DT5, _DG5, _BT6)
+        return
+    conv2d_filter_grad(x, g, df, sh, sw, dh, dw, same)
 
 
 # -- depthwise convolution: filter [kh, kw, c, mult], output channel c * mult + q -------------
@@ -859,8 +896,14 @@ def avg_pool_grad(g, dx, kh, kw, sh, sw, same):
 
 
 FUNCS = {f.__name__: f for f in (conv2d, conv2d_input_grad, conv2d_filter_grad,
+                                 conv2d_w, conv2d_input_grad_w, conv2d_filter_grad_w,
                                  depthwise_conv2d, depthwise_input_grad, depthwise_filter_grad,
                                  max_pool, max_pool_grad, avg_pool, avg_pool_grad)}
+
+
+#: every disk-cached dispatcher here, helpers included (the driver guards their cache files)
+CACHED = [v for v in list(globals().values()) if isinstance(v, numba.core.registry.CPUDispatcher)
+          and v._cache.__class__.__name__ != "NullCache"]
 
 
 def _hash_self() -> str:

@@ -26,7 +26,8 @@ import time
 __all__ = ["address", "request", "wait_idle", "ARITY"]
 
 #: arrays per routine (inputs, then outputs), in nnlib's argument order
-ARITY = {"conv2d": 3, "conv2d_input_grad": 3, "conv2d_filter_grad": 3, "depthwise_conv2d": 3,
+ARITY = {"conv2d": 3, "conv2d_input_grad": 3, "conv2d_filter_grad": 3, "conv2d_w": 3,
+         "conv2d_input_grad_w": 3, "conv2d_filter_grad_w": 3, "depthwise_conv2d": 3,
          "depthwise_input_grad": 3, "depthwise_filter_grad": 3, "max_pool": 2,
          "max_pool_grad": 4, "avg_pool": 2, "avg_pool_grad": 2}
 #: int parameters per routine (strides, dilations or window, SAME as 0/1)
