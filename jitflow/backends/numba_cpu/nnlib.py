@@ -354,6 +354,42 @@ def _bt6_rows(dst, row0, vo, src, n):
         o5[e] = 4 * d1 - 5 * d3 + s5[e]
 
 
+# AT of the same points for 2 and 4 outputs, with shared sums s = d1 + d2, t = d1 - d2,
+# u = d3 + d4, w = d3 - d4: [d0 + s + u, t + 2w + d5] and [d0 + s + u, t + 2w, s + 4u,
+# t + 8w + d5]. _AT5 and _AT3 are checked against them below.
+_AT6_ROWS = {2: ((1, 1, 1, 1, 1, 0), (0, 1, -1, 2, -2, 1)),
+             4: ((1, 1, 1, 1, 1, 0), (0, 1, -1, 2, -2, 0), (0, 1, 1, 4, 4, 0),
+                 (0, 1, -1, 8, -8, 1))}
+if not (np.array_equal(_AT5, np.array(_AT6_ROWS[2], dtype=np.float64))
+        and np.array_equal(_AT3, np.array(_AT6_ROWS[4], dtype=np.float64))):
+    raise AssertionError("nnlib: the output transforms no longer match _at6")
+
+
+@_jit
+def _at6(dst, col, src, m, n):
+    """dst[i, col, :n] = sum over p of AT[i, p] * src[p, :n] for the m output rows i (2 or 4),
+    in one pass."""
+    s0, s1, s2, s3, s4, s5 = src[0], src[1], src[2], src[3], src[4], src[5]
+    o0, o1 = dst[0, col], dst[1, col]
+    if m == 2:
+        for e in range(n):
+            d1, d2, d3, d4 = s1[e], s2[e], s3[e], s4[e]
+            o0[e] = s0[e] + (d1 + d2) + (d3 + d4)
+            o1[e] = (d1 - d2) + 2 * (d3 - d4) + s5[e]
+        return
+    o2, o3 = dst[2, col], dst[3, col]
+    for e in range(n):
+        d1, d2, d3, d4 = s1[e], s2[e], s3[e], s4[e]
+        sp = d1 + d2
+        tm = d1 - d2
+        u = d3 + d4
+        w = d3 - d4
+        o0[e] = s0[e] + sp + u
+        o1[e] = tm + 2 * w
+        o2[e] = sp + 4 * u
+        o3[e] = tm + 8 * w + s5[e]
+
+
 @_inline
 def _tile_origin(t, th, tw, m):
     b = t // (th * tw)
@@ -433,11 +469,9 @@ def _wino_output(mm, out, t0, cnt, th, tw, at, z, y):
     L = cnt * k
     planes = mm.reshape((a, a, mm.shape[1]))
     for p in range(a):
-        for j in range(m):
-            _lin_rows(z[j, p], at, j, planes[p], L)
-    for i in range(m):
-        for j in range(m):
-            _lin_rows(y[i, j], at, i, z[j], L)
+        _at6(z, p, planes[p], m, L)
+    for j in range(m):
+        _at6(y, j, z[j], m, L)
     for tl in range(cnt):
         b, y0, x0 = _tile_origin(t0 + tl, th, tw, m)
         o = tl * k
