@@ -1222,7 +1222,7 @@ def _win_out(low, op, ones: tuple, dims: tuple):
 
 
 #: at least this many channels in and out for the Winograd routines (nnlib._WINO_MIN_CHANNELS)
-WINOGRAD_MIN_CHANNELS = 16
+WINOGRAD_MIN_CHANNELS = 8
 
 
 def winograd_candidate(op, filter_tensor) -> bool:

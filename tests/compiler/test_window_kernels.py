@@ -87,7 +87,7 @@ def test_conv2d_and_its_gradients_match_the_interpreter(dtype, cases):
                 raise AssertionError(f"conv case {case}, batch {batch}: {e}") from None
 
 
-# Winograd convolutions (stride 1, no dilation, 3x3 or 5x5, at least 16 channels in and out, at
+# Winograd convolutions (stride 1, no dilation, 3x3 or 5x5, at least 8 channels in and out, at
 # least 1024 output pixels): image sizes that are not multiples of the output tile (4 for 3x3,
 # 2 for 5x5), both paddings, unequal channel counts. Float32 results differ from the reference
 # by up to ~2e-5 of the largest magnitude (the transforms scale by up to 16 before the products).
@@ -136,7 +136,7 @@ def test_only_convolutions_that_can_use_winograd_call_its_routines():
     assert nn_ops.WINOGRAD_MIN_CHANNELS == nnlib._WINO_MIN_CHANNELS
     fetches, feed = _winograd_graph("float32", WINOGRAD_CASES[:1])
     x = tf.placeholder(tf.float32, [None, 8, 8, 16])
-    small = tf.nn.conv2d(x, tf.constant(np.ones((3, 3, 16, 8), np.float32)), 1, "SAME")
+    small = tf.nn.conv2d(x, tf.constant(np.ones((3, 3, 16, 4), np.float32)), 1, "SAME")
     strided = tf.nn.conv2d(x, tf.constant(np.ones((3, 3, 16, 16), np.float32)), 2, "SAME")
     with tf.Session(backend="numba") as sess:
         sess.run(tf.global_variables_initializer())

@@ -14,7 +14,7 @@ most `_FEW_CHANNELS` input channels (a first layer on images) the block is trans
 per tap and whole output image rows per block: copying a patch row of one or three elements at
 a time cost more than the GEMM, a tap's run of output positions is one long copy. A 1x1
 convolution with unit strides is one GEMM on the input itself. Stride-1 undilated 3x3 and 5x5
-convolutions with at least 16 channels in and out (and 1024 output pixels) use Winograd's
+convolutions with at least 8 channels in and out (and 1024 output pixels) use Winograd's
 minimal filtering instead, forward and both gradients (the section above `conv2d`): 2.8-4x fewer
 multiplications, about 1.8x faster on LeNet's second layer. The filter gradient is the sum
 over blocks of patches^T x output-gradient rows, the input gradient scatters the rows of
@@ -235,9 +235,11 @@ _AT3, _G3, _BT6 = _toom_cook(4, 3, _POINTS)     # 3x3 filters, 4x4 output tiles
 _AT5, _G5, _ = _toom_cook(2, 5, _POINTS)        # 5x5 filters, 2x2 output tiles
 _DT3, _DG3, _ = _toom_cook(3, 4, _POINTS)       # 3x3 filter gradient from 4x4 tiles
 _DT5, _DG5, _ = _toom_cook(5, 2, _POINTS)       # 5x5 filter gradient from 2x2 tiles
-_WINO_MIN_CHANNELS = 16      # fewer channels in or out: im2col measured as fast or faster
+_WINO_MIN_CHANNELS = 8       # channels in and out at least (one thread, 8 in and out: 3x3 1.7x
+                             # im2col's speed, 5x5 1.06x; 16: 1.9x and 1.3x)
 _WINO_MIN_PIXELS = 1024      # output pixels (batch included) below which im2col is kept
-_WINO_TILES = 32             # tiles per block: the block's planes stay in L2
+_WINO_TILES = 24             # tiles per block: its planes stay in L2 (24 measured best of
+                             # 16-48 on LeNet's conv2 and a 64-channel 3x3 layer)
 
 
 @_inline
@@ -556,7 +558,9 @@ def _wino_filter_grad(x, gr, df, ph, pw, at64, g64, bt64):
     tw = (ow + m - 1) // m
     tiles = n * th * tw
     sub = min(_WINO_TILES, tiles)
-    nt = min(8 * _WINO_TILES, tiles)     # tiles per GEMM: the products reduce over them
+    # tiles per GEMM (the products reduce over them): 96 against 192 or 384 was up to 1.3x
+    # faster with 64 channels, and the smaller partial sums halved the rounding error
+    nt = min(4 * _WINO_TILES, tiles)
     v = np.empty((a * a, nt * c), dt)
     ug = np.empty((a * a, nt * k), dt)
     d = np.empty((a, a, sub * c), dt)
@@ -713,7 +717,7 @@ def conv2d_filter_grad(x, g, df, sh, sw, dh, dw, same):
 
 
 # -- the Winograd entry points: kernels whose convolution has a square 3x3 or 5x5 filter, unit
-# strides and dilations and at least 16 channels in and out (known from the graph: the lowering's
+# strides and dilations and at least 8 channels in and out (known from the graph: the lowering's
 # `winograd_candidate` in jitflow/ops/nn.py) call these instead of the routines above, so the
 # others never compile the Winograd code (about 9 s per dtype, once per machine). Each checks
 # the geometry again at run time (and the batch, and that the values are finite and moderate)
