@@ -9,6 +9,7 @@ give no overflow.
 from __future__ import annotations
 
 import numbers
+import os
 from typing import Optional
 
 import numpy as np
@@ -1230,7 +1231,11 @@ def winograd_candidate(op, filter_tensor) -> bool:
     a square 3x3 or 5x5 filter, unit strides and dilations, at least WINOGRAD_MIN_CHANNELS
     channels in and out. Such ops call the `_w` routines, which check again on the real arrays
     (batch size included) and otherwise run im2col; other ops call the plain routines, so their
-    kernels never compile the Winograd code."""
+    kernels never compile the Winograd code. JITFLOW_WINOGRAD=0 turns it off (im2col's
+    rounding, about 5x smaller on float32 outputs; kernels are cached by their source, so the
+    two settings never share one)."""
+    if os.environ.get("JITFLOW_WINOGRAD", "1").strip() == "0":
+        return False
     sh, sw, dh, dw, _ = _win_geometry(op)
     dims = filter_tensor.shape.as_list() if filter_tensor.shape.ndims == 4 else [None] * 4
     kh, kw, cin, cout = dims

@@ -147,6 +147,15 @@ def test_only_convolutions_that_can_use_winograd_call_its_routines():
     assert "conv2d(" in other and "_w(" not in other
 
 
+def test_jitflow_winograd_0_keeps_every_convolution_on_im2col(monkeypatch):
+    monkeypatch.setenv("JITFLOW_WINOGRAD", "0")
+    fetches, feed = _winograd_graph("float32", WINOGRAD_CASES[:1])
+    with tf.Session(backend="numba") as sess:
+        sess.run(tf.global_variables_initializer())
+        src = sess.inspect(fetches, feed)
+    assert "_w(" not in src and "conv2d(" in src and "conv2d_filter_grad(" in src
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_winograd_convolutions_and_gradients_match_the_interpreter(dtype):
     fetches, feed = _winograd_graph(dtype, WINOGRAD_CASES)
