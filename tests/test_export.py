@@ -650,16 +650,22 @@ def test_a_cnn_exports_with_its_window_op_helpers_and_runs_without_jitflow(tmp_p
     """Convolution and pooling kernels call nnlib's helpers: the export carries a copy."""
     rng = np.random.default_rng(8)
     x = tf.placeholder(tf.float32, [None, 8, 8, 2], name="x")
-    f = tf.Variable(rng.standard_normal((3, 3, 2, 4)).astype(np.float32))
-    h = tf.nn.max_pool(tf.nn.relu(tf.nn.conv2d(x, f, 1, "SAME")), 2, 2, "VALID")
+    f = tf.Variable(rng.standard_normal((3, 3, 2, 8)).astype(np.float32))
+    f2 = tf.Variable(rng.standard_normal((3, 3, 8, 8)).astype(np.float32) / 8)
+    # the second convolution has 8 channels in and out: the Winograd routine (16 images of 64
+    # pixels reach its 1024-pixel minimum)
+    h = tf.nn.conv2d(tf.nn.relu(tf.nn.conv2d(x, f, 1, "SAME")), f2, 1, "SAME")
+    h = tf.nn.max_pool(h, 2, 2, "VALID")
     y = tf.nn.avg_pool(h, 2, 1, "SAME", name="y")
-    xs = rng.standard_normal((3, 8, 8, 2)).astype(np.float32)
+    xs = rng.standard_normal((16, 8, 8, 2)).astype(np.float32)
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         want = sess.run(y, {x: xs})
         folder = tf.export(sess, y, [x], str(tmp_path / "exp"), name="cnn")
     src = (tmp_path / "exp" / "cnn.py").read_text()
     assert "a copy of jitflow.backends.numba_cpu.nnlib" in src
+    calls = re.findall(r"^\s+(conv2d\w*)\(\w+, \w+, \w+, np.int64", src, re.M)
+    assert "conv2d" in calls and "conv2d_w" in calls, calls
     assert not re.search(r"^\s*(import|from)\s+jitflow\b", src, re.M)
     np.save(tmp_path / "xs.npy", xs)
     proc = _clean_python(_CNN_SCRIPT, folder, str(tmp_path / "xs.npy"),
