@@ -650,9 +650,9 @@ def test_a_cnn_exports_with_its_window_op_helpers_and_runs_without_jitflow(tmp_p
     """Convolution and pooling kernels call nnlib's helpers: the export carries a copy."""
     rng = np.random.default_rng(8)
     x = tf.placeholder(tf.float32, [None, 8, 8, 2], name="x")
-    f = tf.Variable(rng.standard_normal((3, 3, 2, 8)).astype(np.float32))
-    f2 = tf.Variable(rng.standard_normal((3, 3, 8, 8)).astype(np.float32) / 8)
-    # the second convolution has 8 channels in and out: the Winograd routine (16 images of 64
+    f = tf.Variable(rng.standard_normal((3, 3, 2, 16)).astype(np.float32))
+    f2 = tf.Variable(rng.standard_normal((3, 3, 16, 16)).astype(np.float32) / 12)
+    # the second convolution has 16 channels in and out: the Winograd routine (16 images of 64
     # pixels reach its 1024-pixel minimum)
     h = tf.nn.conv2d(tf.nn.relu(tf.nn.conv2d(x, f, 1, "SAME")), f2, 1, "SAME")
     h = tf.nn.max_pool(h, 2, 2, "VALID")

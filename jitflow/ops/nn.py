@@ -1223,7 +1223,7 @@ def _win_out(low, op, ones: tuple, dims: tuple):
 
 
 #: at least this many channels in and out for the Winograd routines (nnlib._WINO_MIN_CHANNELS)
-WINOGRAD_MIN_CHANNELS = 8
+WINOGRAD_MIN_CHANNELS = 16
 
 
 def winograd_candidate(op, filter_tensor) -> bool:
@@ -1231,15 +1231,21 @@ def winograd_candidate(op, filter_tensor) -> bool:
     a square 3x3 or 5x5 filter, unit strides and dilations, at least WINOGRAD_MIN_CHANNELS
     channels in and out. Such ops call the `_w` routines, which check again on the real arrays
     (batch size included) and otherwise run im2col; other ops call the plain routines, so their
-    kernels never compile the Winograd code. JITFLOW_WINOGRAD=0 turns it off (im2col's
-    rounding, about 5x smaller on float32 outputs; kernels are cached by their source, so the
-    two settings never share one)."""
-    if os.environ.get("JITFLOW_WINOGRAD", "1").strip() == "0":
+    kernels never compile the Winograd code.
+
+    JITFLOW_WINOGRAD: "1" (default) 3x3 filters only, whose F(2,3) rounds like im2col (within
+    the differential fuzzer's tolerance of the interpreter); "fast" also 5x5 filters, whose
+    F(2,5) does 2.8x fewer products but rounds to ~13 float32 ulps of the output's scale, more
+    than that tolerance allows; "0" none. Kernels are cached by their source, so settings never
+    share one."""
+    mode = os.environ.get("JITFLOW_WINOGRAD", "1").strip()
+    if mode == "0":
         return False
+    sizes = (3, 5) if mode == "fast" else (3,)
     sh, sw, dh, dw, _ = _win_geometry(op)
     dims = filter_tensor.shape.as_list() if filter_tensor.shape.ndims == 4 else [None] * 4
     kh, kw, cin, cout = dims
-    return (kh == kw and kh in (3, 5) and (sh, sw, dh, dw) == (1, 1, 1, 1)
+    return (kh == kw and kh in sizes and (sh, sw, dh, dw) == (1, 1, 1, 1)
             and cin is not None and cout is not None
             and min(cin, cout) >= WINOGRAD_MIN_CHANNELS)
 
