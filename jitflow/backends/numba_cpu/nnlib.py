@@ -18,8 +18,9 @@ convolutions with at least 16 channels in and out (and 1024 output pixels) use W
 minimal filtering instead, forward and both gradients (the section above `conv2d`): 2.25x
 (3x3) and 2.8x (5x5, only under JITFLOW_WINOGRAD=fast) fewer multiplications. The filter
 gradient is the sum over blocks of patches^T x output-gradient rows, the input gradient
-scatters the rows of output-gradient x filter^T back onto the input (col2im). Pooling and depthwise convolutions are
-direct loops with the channel axis innermost (contiguous in NHWC: the loops vectorize).
+scatters the rows of output-gradient x filter^T back onto the input (col2im). Pooling and
+depthwise convolutions are direct loops with the channel axis innermost (contiguous in NHWC:
+the loops vectorize).
 
 Arithmetic follows the NumPy references in jitflow/ops/nn.py: float32 convolutions accumulate
 in BLAS (float32), average pooling in float64; the max-pool gradient goes to the first maximal
