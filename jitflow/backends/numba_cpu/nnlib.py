@@ -305,12 +305,10 @@ def _tame(a, b):
     the direct sums would not: such inputs take the im2col path."""
     lim = 1e12 if a.itemsize == 4 else 1e100
     bad = 0
-    fa = a.reshape(a.size)
-    for e in range(fa.size):
-        bad += 0 if abs(fa[e]) <= lim else 1
-    fb = b.reshape(b.size)
-    for e in range(fb.size):
-        bad += 0 if abs(fb[e]) <= lim else 1
+    for v in a.flat:      # any layout (a fed array can be a strided view)
+        bad += 0 if abs(v) <= lim else 1
+    for v in b.flat:
+        bad += 0 if abs(v) <= lim else 1
     return bad == 0
 
 
