@@ -244,7 +244,7 @@ _DT5, _DG5, _ = _toom_cook(5, 2, _POINTS)       # 5x5 filter gradient from 2x2 t
 _AT3, _G3, _BT4 = _toom_cook(2, 3, _POINTS[:3])
 _DT3, _DG3, _ = _toom_cook(3, 2, _POINTS[:3])   # 3x3 filter gradient from 2x2 tiles
 _WINO_MIN_CHANNELS = 16      # channels in and out at least (one thread, against im2col: 8 in
-                             # and out 0.9x; 16: 1.1x; 32-64: 1.6-1.8x)
+                             # and out 0.9x; 16: 1.1x; 32: 1.5x; 64: 1.8x)
 _WINO_MIN_PIXELS = 1024      # output pixels (batch included) below which im2col is kept
 _WINO_TILES = 24             # tiles per block: its planes stay in L2 (24 measured best of
                              # 16-48 on LeNet's conv2 and a 64-channel 3x3 layer)
