@@ -251,6 +251,15 @@ _WINO_TILES = 24             # tiles per block: its planes stay in L2 (24 measur
 
 
 @_inline
+def _wino_matrices(kh):
+    """(AT, G, BT) of the forward and input-gradient transforms, (AT, G) of the filter
+    gradient's, for a kh x kh filter (3 or 5)."""
+    if kh == 3:
+        return _AT3, _G3, _BT4, _DT3, _DG3
+    return _AT5, _G5, _BT6, _DT5, _DG5
+
+
+@_inline
 def _winograd(kh, kw, sh, sw, dh, dw, cin, cout, pixels):
     return (kh == kw and (kh == 3 or kh == 5) and sh == 1 and sw == 1 and dh == 1 and dw == 1
             and cin >= _WINO_MIN_CHANNELS and cout >= _WINO_MIN_CHANNELS
@@ -266,26 +275,6 @@ def _lin_rows(dst, coefs, row, src, n):
         if cf == 0:
             continue
         s = src[i]
-        if first:
-            for e in range(n):
-                dst[e] = cf * s[e]
-            first = False
-        else:
-            for e in range(n):
-                dst[e] += cf * s[e]
-    if first:
-        dst[:n] = 0
-
-
-@_jit
-def _lin_cols(dst, coefs, row, src, j, n):
-    """dst[:n] = sum over i of coefs[row, i] * src[i, j, :n]."""
-    first = True
-    for i in range(coefs.shape[1]):
-        cf = coefs[row, i]
-        if cf == 0:
-            continue
-        s = src[i, j]
         if first:
             for e in range(n):
                 dst[e] = cf * s[e]
@@ -324,7 +313,8 @@ def _tile_origin(t, th, tw, m):
 def _wino_input(x, v, vo, t0, cnt, th, tw, m, ph, pw, bt, d, e):
     """v[p * a + q, vo + tl * c + ch] = (BT tile BT^T)[p, q] of input tile t0 + tl (a x a
     values from row y0 - ph, column x0 - pw; zero outside the image), channel ch. d and e:
-    [a, a, >= cnt * c] scratch (the gathered tiles, the row transform)."""
+    [a, a, >= cnt * c] scratch: the gathered tiles with the column first (d[j, i] is tile
+    element (i, j), so one row of d holds what a column of BT combines), the row transform."""
     n, h, w, c = x.shape
     a = bt.shape[0]
     L = cnt * c
@@ -335,7 +325,7 @@ def _wino_input(x, v, vo, t0, cnt, th, tw, m, ph, pw, bt, d, e):
             iy = y0 - ph + i
             for j in range(a):
                 ix = x0 - pw + j
-                dst = d[i, j]
+                dst = d[j, i]
                 if iy >= 0 and iy < h and ix >= 0 and ix < w:
                     for ch in range(c):
                         dst[o + ch] = x[b, iy, ix, ch]
@@ -344,7 +334,7 @@ def _wino_input(x, v, vo, t0, cnt, th, tw, m, ph, pw, bt, d, e):
                         dst[o + ch] = 0
     for p in range(a):
         for j in range(a):
-            _lin_cols(e[p, j], bt, p, d, j, L)
+            _lin_rows(e[p, j], bt, p, d[j], L)
     for p in range(a):
         for q in range(a):
             _lin_rows(v[p * a + q, vo:vo + L], bt, q, e[p], L)
@@ -452,7 +442,7 @@ def _wino_grad_tiles(gr, ug, vo, t0, cnt, th, tw, g2, d, e):
         o = tl * k
         for i in range(m):
             for j in range(m):
-                dst = d[i, j]
+                dst = d[j, i]
                 if y0 + i < oh and x0 + j < ow:
                     for kk in range(k):
                         dst[o + kk] = gr[b, y0 + i, x0 + j, kk]
@@ -461,7 +451,7 @@ def _wino_grad_tiles(gr, ug, vo, t0, cnt, th, tw, g2, d, e):
                         dst[o + kk] = 0
     for p in range(a):
         for j in range(m):
-            _lin_cols(e[p, j], g2, p, d, j, L)
+            _lin_rows(e[p, j], g2, p, d[j], L)
     for p in range(a):
         for q in range(a):
             _lin_rows(ug[p * a + q, vo:vo + L], g2, q, e[p], L)
@@ -654,10 +644,8 @@ def conv2d_w(x, f, out, sh, sw, dh, dw, same):
     if _winograd(kh, kw, sh, sw, dh, dw, c, co, n * oh * ow) and _tame(x, f):
         ph = pad_before(h, oh, kh, sh, dh, same)
         pw = pad_before(w, ow, kw, sw, dw, same)
-        if kh == 3:
-            _wino_correlate(x, f, out, ph, pw, _AT3, _G3, _BT4, False)
-        else:
-            _wino_correlate(x, f, out, ph, pw, _AT5, _G5, _BT6, False)
+        at, g, bt, _, _ = _wino_matrices(kh)
+        _wino_correlate(x, f, out, ph, pw, at, g, bt, False)
         return
     conv2d(x, f, out, sh, sw, dh, dw, same)
 
@@ -670,10 +658,8 @@ def conv2d_input_grad_w(f, g, dx, sh, sw, dh, dw, same):
     if _winograd(kh, kw, sh, sw, dh, dw, co, c, n * h * w) and _tame(g, f):
         ph = pad_before(h, oh, kh, sh, dh, same)
         pw = pad_before(w, ow, kw, sw, dw, same)
-        if kh == 3:
-            _wino_correlate(g, f, dx, kh - 1 - ph, kw - 1 - pw, _AT3, _G3, _BT4, True)
-        else:
-            _wino_correlate(g, f, dx, kh - 1 - ph, kw - 1 - pw, _AT5, _G5, _BT6, True)
+        at, gm, bt, _, _ = _wino_matrices(kh)
+        _wino_correlate(g, f, dx, kh - 1 - ph, kw - 1 - pw, at, gm, bt, True)
         return
     conv2d_input_grad(f, g, dx, sh, sw, dh, dw, same)
 
@@ -686,10 +672,8 @@ def conv2d_filter_grad_w(x, g, df, sh, sw, dh, dw, same):
     if _winograd(kh, kw, sh, sw, dh, dw, c, co, n * oh * ow) and _tame(x, g):
         ph = pad_before(h, oh, kh, sh, dh, same)
         pw = pad_before(w, ow, kw, sw, dw, same)
-        if kh == 3:
-            _wino_filter_grad(x, g, df, ph, pw, _DT3, _DG3, _BT4)
-        else:
-            _wino_filter_grad(x, g, df, ph, pw, _DT5, _DG5, _BT6)
+        _, _, bt, dt, dg = _wino_matrices(kh)
+        _wino_filter_grad(x, g, df, ph, pw, dt, dg, bt)
         return
     conv2d_filter_grad(x, g, df, sh, sw, dh, dw, same)
 
@@ -903,12 +887,6 @@ def avg_pool_grad(g, dx, kh, kw, sh, sw, same):
             for ix in range(w):
                 for ch in range(c):
                     dx[b, iy, ix, ch] = acc[iy, ix, ch]
-
-
-FUNCS = {f.__name__: f for f in (conv2d, conv2d_input_grad, conv2d_filter_grad,
-                                 conv2d_w, conv2d_input_grad_w, conv2d_filter_grad_w,
-                                 depthwise_conv2d, depthwise_input_grad, depthwise_filter_grad,
-                                 max_pool, max_pool_grad, avg_pool, avg_pool_grad)}
 
 
 #: every disk-cached dispatcher here, helpers included (the driver guards their cache files)
