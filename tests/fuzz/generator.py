@@ -756,6 +756,11 @@ def build(tfm, prog: Program, graph, perturb: float = 0.0) -> dict:
                        "adam": lambda: tfm.train.AdamOptimizer(0.01),
                        "momentum": lambda: tfm.train.MomentumOptimizer(0.05, 0.9)}
                 result["train"] = opt[prog.optimizer]().minimize(loss)
+                if prog.optimizer == "adam":
+                    # Adam's first step is lr * sign(g) wherever |g| >> its epsilon: the
+                    # runner fetches g to see whether rounding decides those signs
+                    grads = tfm.gradients(loss, tfm.trainable_variables())
+                    result["grads"] = [g for g in grads if g is not None]
                 fetch_t = [loss] + fetch_t
         if sides or any(n.op in ("variable", "get_variable") for n in prog.nodes):
             result["init"] = tfm.global_variables_initializer()
