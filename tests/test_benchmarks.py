@@ -25,6 +25,9 @@ from benchmarks.harness import (  # noqa: E402
 from benchmarks.peers import GraphAPI, NumpyMath, graph_lacks, make_peers  # noqa: E402
 from jitflow.session import _BACKENDS  # noqa: E402
 
+# one worker runs the module: the tiny table below is built once, not once per worker (17 s)
+pytestmark = pytest.mark.xdist_group("bench-tiny")
+
 TINY_IDS = ["seeds/run", "seeds/callable", "chain/1e2/f32", "chain/1e3/f32", "chain/1e2/f64",
             "chain/1e3/f64", "reduce/8x16", "mlp/b4", "linreg", "cnn/b2", "rnn/b2"]
 
