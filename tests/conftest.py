@@ -69,9 +69,40 @@ def backend(request, monkeypatch) -> str:
     return request.param
 
 
+def _xdist_loses_groups() -> bool:
+    """pytest 9.2 keeps node ids in a structured field that pytest-xdist 3.8's loadgroup does
+    not write, so its xdist_group marks are silently ignored (pytest-xdist issue 1386)."""
+    try:
+        import xdist
+    except ImportError:
+        return False
+    xv = tuple(int(p) for p in xdist.__version__.split(".")[:2] if p.isdigit())
+    return tuple(pytest.version_tuple[:2]) >= (9, 2) and xv <= (3, 8)
+
+
+def pytest_configure(config):
+    if (getattr(config.option, "dist", "no") == "loadgroup"
+            and not hasattr(config, "workerinput") and _xdist_loses_groups()):
+        raise pytest.UsageError(
+            f"pytest {pytest.__version__} with pytest-xdist ignores xdist_group marks under "
+            "--dist loadgroup, which these tests need (one Dask cluster, one benchmark "
+            "table); install the test extra's pytest (pip install -e '.[test]')")
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     """JITFLOW_TEST_SHUFFLE=<seed> runs the tests in a shuffled order (to find tests that
-    depend on what ran before them in the same process)."""
+    depend on what ran before them in the same process). Under `--dist loadgroup` an
+    `xdist_group` test must carry its group in its node id (pytest-xdist's side channel to
+    the scheduler): where a pytest version loses it, the groups would silently split over
+    the workers (the Dask tests would start a cluster on each), so the run stops instead."""
+    if getattr(config.option, "loadgroup", False):
+        lost = [it.nodeid for it in items
+                if it.get_closest_marker("xdist_group") and "@" not in it.nodeid.rsplit("]", 1)[-1]]
+        if lost:
+            pytest.exit(
+                f"pytest {pytest.__version__} with pytest-xdist does not keep xdist_group "
+                f"marks ({lost[0]} has no @group suffix); install the test extra's pytest", 4)
     seed = os.environ.get("JITFLOW_TEST_SHUFFLE")
     if seed:
         import random

@@ -5,6 +5,7 @@ only at structure and statuses.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -32,10 +33,16 @@ TINY_IDS = ["seeds/run", "seeds/callable", "chain/1e2/f32", "chain/1e3/f32", "ch
             "chain/1e3/f64", "reduce/8x16", "mlp/b4", "linreg", "cnn/b2", "rnn/b2"]
 
 
-@pytest.fixture(scope="module")
-def tiny_results() -> Results:
-    """The whole tiny table on the NumPy reference and the jitflow interpreter."""
+@functools.lru_cache(maxsize=None)
+def _tiny_table() -> Results:
     return run_suite(bcases.build_cases("tiny"), make_peers(["numpy", "jitflow-interp"]), TINY)
+
+
+@pytest.fixture
+def tiny_results() -> Results:
+    """The whole tiny table on the NumPy reference and the jitflow interpreter, built once per
+    process (a module fixture is rebuilt whenever xdist's worker runs out of queued tests)."""
+    return _tiny_table()
 
 
 def _facts() -> dict:
