@@ -155,6 +155,21 @@ def test_stop_gradients_argument(backend):
         assert sess.run(g_stop, {x: 3.0}) == pytest.approx(6.0)
 
 
+def test_relu_and_relu6_gradients_mask_by_their_fed_output(backend):
+    """TF's ReluGrad and Relu6Grad take the op's output: where that output is fed, the fed
+    values choose which gradients pass, not the input (fuzz seed 23000018, against TF)."""
+    x = tf.placeholder(tf.float32, [4])
+    r, r6 = tf.nn.relu(x), tf.nn.relu6(x)
+    g, g6 = tf.gradients(tf.reduce_sum(r * 3.0), x)[0], tf.gradients(tf.reduce_sum(r6 * 3.0), x)[0]
+    xv = np.float32([1.0, 2.0, -1.0, 7.0])
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(g, {x: xv}), [3, 3, 0, 3])
+        np.testing.assert_array_equal(sess.run(g6, {x: xv}), [3, 3, 0, 0])
+        fed = np.float32([-1.0, 2.0, 5.0, 6.0])
+        np.testing.assert_array_equal(sess.run(g, {x: xv, r: fed}), [0, 3, 3, 3])
+        np.testing.assert_array_equal(sess.run(g6, {x: xv, r6: fed}), [0, 3, 3, 0])
+
+
 def test_grad_ys_weights_the_output(backend):
     x = tf.placeholder(tf.float32, [3])
     y = x * x
