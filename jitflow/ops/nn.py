@@ -1821,6 +1821,13 @@ def depthwise_conv2d(input, filter, strides, padding, rate=None, name: Optional[
         if dil != (1, 1, 1, 1) and attrs["strides"] != (1, 1, 1, 1):
             raise ValueError("depthwise_conv2d: strides > 1 with rate > 1 is not supported "
                              "(as TF)")
+        if (dil != (1, 1, 1, 1) and attrs["padding"] == "SAME"
+                and not f.shape.is_fully_defined()):
+            # TF pads a dilated SAME convolution by the filter's static size, and raises
+            # ValueError at graph construction where that size is unknown
+            raise ValueError(f"depthwise_conv2d with rate {list(dil[1:3])} and SAME padding "
+                             f"needs the filter's full static shape; filter {f.name} has shape "
+                             f"{f.shape}")
         return back(make_op("DepthwiseConv2dNative", [x, f], attrs, name=scope).outputs[0])
 
 

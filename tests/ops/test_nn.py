@@ -3,6 +3,8 @@ large logits, label checks, bias_add rules, moments, dropout, l2 ops, losses wit
 the LOSSES collection, and gradients against central differences."""
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -590,6 +592,40 @@ def test_values_and_gradients_agree_with_tensorflow(case):
     for i, (a, b) in enumerate(zip(got, want)):
         assert np.shape(a) == np.shape(b), (i, np.shape(a), np.shape(b))
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4, err_msg=f"{case}[{i}]")
+
+
+def _dilated_depthwise_builds(mod, padding, filter_shape, rate):
+    g = mod.Graph()
+    with g.as_default():
+        x = mod.placeholder(mod.float32, [1, 5, 5, 2])
+        f = mod.placeholder(mod.float32, filter_shape)
+        try:
+            mod.nn.depthwise_conv2d(x, f, [1, 1, 1, 1], padding, rate=rate)
+            mod.nn.separable_conv2d(x, f, mod.ones([1, 1, 2, 3]), [1, 1, 1, 1], padding,
+                                    rate=rate)
+        except ValueError as e:
+            return str(e)
+    return None
+
+
+@pytest.mark.parametrize("padding,filter_shape,rate,fails", [
+    ("SAME", None, [2, 2], True), ("SAME", [3, 3, 2, None], [2, 1], True),
+    ("SAME", [3, 3, 2, 1], [2, 2], False), ("VALID", None, [2, 2], False),
+    ("SAME", None, [1, 1], False)])
+def test_dilated_same_depthwise_needs_the_filters_static_shape(padding, filter_shape, rate,
+                                                               fails):
+    """TF pads a dilated SAME depthwise convolution by the filter's static size and raises
+    ValueError while building where that is unknown (fuzz seed 23001317, against TF)."""
+    msg = _dilated_depthwise_builds(tf, padding, filter_shape, rate)
+    assert (msg is not None) == fails, msg
+    if fails:
+        assert "static shape" in msg and "SAME" in msg
+    try:
+        tf1 = importlib.import_module("tensorflow.compat.v1")
+    except ImportError:
+        return
+    tf1.disable_eager_execution()
+    assert (_dilated_depthwise_builds(tf1, padding, filter_shape, rate) is not None) == fails
 
 
 def test_second_derivatives_through_conv_and_pooling():
