@@ -170,6 +170,19 @@ def test_relu_and_relu6_gradients_mask_by_their_fed_output(backend):
         np.testing.assert_array_equal(sess.run(g6, {x: xv, r6: fed}), [0, 3, 3, 0])
 
 
+def test_asinh_and_acosh_gradients_read_their_output(backend):
+    """TF's AsinhGrad and AcoshGrad are g / cosh(y) and g / sinh(y) of the output y."""
+    x = tf.placeholder(tf.float32, [2])
+    a, c = tf.asinh(x), tf.acosh(x)
+    ga, gc = tf.gradients(tf.reduce_sum(a), x)[0], tf.gradients(tf.reduce_sum(c), x)[0]
+    xv, fed = np.float32([1.5, 2.5]), np.float32([0.5, 2.0])
+    with tf.Session() as sess:
+        np.testing.assert_allclose(sess.run(ga, {x: xv}), 1 / np.sqrt(xv * xv + 1), rtol=1e-6)
+        np.testing.assert_allclose(sess.run(gc, {x: xv}), 1 / np.sqrt(xv * xv - 1), rtol=1e-6)
+        np.testing.assert_allclose(sess.run(ga, {x: xv, a: fed}), 1 / np.cosh(fed), rtol=1e-6)
+        np.testing.assert_allclose(sess.run(gc, {x: xv, c: fed}), 1 / np.sinh(fed), rtol=1e-6)
+
+
 def test_grad_ys_weights_the_output(backend):
     x = tf.placeholder(tf.float32, [3])
     y = x * x

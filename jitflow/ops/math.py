@@ -719,11 +719,10 @@ _unary("Sinh", lambda op, x: np.sinh(x), lambda op, g: [g * cosh(op.inputs[0])],
        "sinh", fn=lambda a: sinh(a), expect=np.sinh)
 _unary("Cosh", lambda op, x: np.cosh(x), lambda op, g: [g * sinh(op.inputs[0])],
        "cosh", fn=lambda a: cosh(a), expect=np.cosh)
-_unary("Asinh", lambda op, x: np.arcsinh(x),
-       lambda op, g: [g * rsqrt(op.inputs[0] * op.inputs[0] + scalar_like(1, op.inputs[0]))],
+# through the output, as TF: g / cosh(y) and g / sinh(y) (a fed output is what they see)
+_unary("Asinh", lambda op, x: np.arcsinh(x), lambda op, g: [g / cosh(op.outputs[0])],
        "asinh", fn=lambda a: asinh(a), expect=np.arcsinh)
-_unary("Acosh", lambda op, x: np.arccosh(x),
-       lambda op, g: [g * rsqrt(op.inputs[0] * op.inputs[0] - scalar_like(1, op.inputs[0]))],
+_unary("Acosh", lambda op, x: np.arccosh(x), lambda op, g: [g / sinh(op.outputs[0])],
        "acosh", domain=(1.2, 3.0), fn=lambda a: acosh(a), expect=np.arccosh)
 _unary("Atanh", lambda op, x: np.arctanh(x),
        lambda op, g: [g / _one_minus_sq(op.inputs[0])], "atanh", domain="unit",
