@@ -17,7 +17,7 @@ import numpy as np
 from jitflow import dtypes as _dtypes
 from jitflow.compiler.ir import (X0, X1, Apply, Check, LibCall, Lit, Load, Loop, RangeCheck,
                                  RowOp, S, Value)
-from jitflow.compiler.lower import Pending, Unsupported
+from jitflow.compiler.lower import Pending, Unsupported, const_dim, is_static, static_size
 from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.ops.math import (
     _FLOATS, _NUMERIC, abs, add, broadcast_reduced, cast, check_dtype, equal, exp, floor,
@@ -238,6 +238,12 @@ def _lower_row(how: str):
                 -1, op.inputs[0].shape.ndims - 1):
             return _lower_row_inner_axis(low, op, pos, how)
         x = low.value(op.inputs[0], pos)
+        if how in ("xent", "sparse_xent"):
+            # no classes: TF raises (see _no_classes), so such runs are the reference's
+            c = x.dims[-1]
+            if is_static(c) and static_size(c) == 0:
+                raise Unsupported("cross-entropy over no classes")
+            low.check_in_range(1, c, const_dim(1 << 62), pos, "Must have at least one class")
         if x.ones[-1] and how == "sparse_xent":
             raise Unsupported("sparse xent over a unit axis")
         labels = None
@@ -403,8 +409,25 @@ def _xent_infer(op):
     return [(logits.dtype, loss), (logits.dtype, shape)]
 
 
+def _no_classes(logits, sparse: bool, axis: int = -1) -> None:
+    """TF's errors for cross-entropies over a class axis of size 0. Its wrappers flatten the
+    logits to [-1, classes] by Reshape's rule (the -1 taken from the input's non-zero dims),
+    the sparse kernel then refuses zero classes, and the dense loss is reshaped back to the
+    outer dims, which fails where one of them is 0 (fuzz seed 23001741)."""
+    shape = np.shape(logits)
+    if not shape or shape[axis] != 0 or (not sparse and len(shape) < 2):
+        return
+    rows = shape[0] if sparse and len(shape) == 2 else int(np.prod([d for d in shape if d]))
+    if sparse:
+        raise ValueError(f"Must have at least one class, but got logits shape [{rows},0]")
+    if 0 in shape[:axis % len(shape)] + shape[axis % len(shape) + 1:]:
+        raise ValueError(f"Input to reshape is a tensor with {rows} values, but the requested "
+                         f"shape has 0")
+
+
 def _xent_ref(op, logits, labels):
     axis = op.attrs["axis"]
+    _no_classes(logits, False, axis)
     z, lse = _np_shifted(logits, axis)
     # TF's form, sum(labels * (lse - z)) accumulated from +0: a row whose terms are all zeros
     # gives +0, whatever the labels' signs
@@ -470,6 +493,7 @@ def _sparse_xent_infer(op):
 
 def _sparse_xent_ref(op, logits, labels):
     logits, labels = np.asarray(logits), np.asarray(labels)
+    _no_classes(logits, True)
     n = logits.shape[-1]
     bad = (labels < 0) | (labels >= n)
     if np.any(bad):

@@ -628,6 +628,50 @@ def test_dilated_same_depthwise_needs_the_filters_static_shape(padding, filter_s
     assert (_dilated_depthwise_builds(tf1, padding, filter_shape, rate) is not None) == fails
 
 
+# (kind, logits shape, TF's outcome: None runs, else a phrase of its InvalidArgumentError)
+_NO_CLASS = [("dense", (2, 0), None), ("dense", (0, 0), "tensor with 1 values"),
+             ("dense", (2, 3, 0), None), ("dense", (0, 3, 0), "tensor with 3 values"),
+             ("dense", (2, 1, 0, 0), "tensor with 2 values"), ("dense", (2, 0, 3), None),
+             ("sparse", (2, 0), "shape [2,0]"), ("sparse", (0, 0), "shape [0,0]"),
+             ("sparse", (2, 3, 0), "shape [6,0]"), ("sparse", (0, 3), None)]
+
+
+def _xent_outcome(mod, kind, shape, **kw):
+    g = mod.Graph()
+    with g.as_default():
+        x = mod.placeholder(mod.float32, [None] * len(shape))
+        fd = {x: np.zeros(shape, np.float32)}
+        if kind == "dense":
+            y = mod.nn.softmax_cross_entropy_with_logits_v2(labels=x * 0.5, logits=x)
+        else:
+            lab = mod.placeholder(mod.int32, [None] * (len(shape) - 1))
+            fd[lab] = np.zeros(shape[:-1], np.int32)
+            y = mod.nn.sparse_softmax_cross_entropy_with_logits(labels=lab, logits=x)
+        with mod.Session(graph=g, **kw) as sess:
+            try:
+                return sess.run(y, fd).shape
+            except mod.errors.InvalidArgumentError as e:
+                return str(e)
+
+
+@pytest.mark.parametrize("kind,shape,error", _NO_CLASS)
+def test_cross_entropies_over_no_classes_fail_where_tensorflow_does(kind, shape, error, backend):
+    """Zero classes: TF's sparse cross-entropy always refuses them; the dense one runs unless
+    an outer dim is 0 too, where reshaping its loss back fails (fuzz seed 23001741)."""
+    got = _xent_outcome(tf, kind, shape)
+    if error is None:
+        assert got == shape[:-1]
+    else:
+        assert isinstance(got, str) and error in got, got
+    try:
+        tf1 = importlib.import_module("tensorflow.compat.v1")
+    except ImportError:
+        return
+    tf1.disable_eager_execution()
+    want = _xent_outcome(tf1, kind, shape)
+    assert (want == shape[:-1]) if error is None else (error in want), want
+
+
 def test_second_derivatives_through_conv_and_pooling():
     """The gradient ops of Conv2D and AvgPool are themselves differentiable (linear maps)."""
     x = _RNG.standard_normal((1, 4, 3, 2))
