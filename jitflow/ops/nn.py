@@ -400,6 +400,10 @@ def _xent_infer(op):
         raise TypeError(f"Input 'labels' of '{op.type}' Op has type {labels.dtype.name} that "
                         f"does not match type {logits.dtype.name} of argument 'features'.")
     shape = broadcast_static(logits.shape, labels.shape, f" for '{op.name}' (op: '{op.type}')")
+    if shape.ndims is None and logits.shape.ndims is not None:
+        # labels of unknown rank: TF's loss takes the logits' shape (its wrapper reshapes the
+        # loss to them); only their 1s may broadcast to more (fuzz seed 23004303)
+        shape = TensorShape([None if d == 1 else d for d in logits.shape.as_tuple()])
     if shape.ndims is not None and shape.ndims != logits.shape.ndims:
         raise ValueError(f"labels of shape {labels.shape} must not have a higher rank than "
                          f"logits of shape {logits.shape} for '{op.name}'")

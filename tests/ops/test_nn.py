@@ -628,6 +628,22 @@ def test_dilated_same_depthwise_needs_the_filters_static_shape(padding, filter_s
     assert (_dilated_depthwise_builds(tf1, padding, filter_shape, rate) is not None) == fails
 
 
+def test_dense_cross_entropy_with_labels_of_unknown_rank_has_the_logits_rank(backend):
+    """TF reshapes the loss to the logits' outer shape, so labels of unknown rank still give a
+    loss of known shape, which an axis-0 log_softmax needs while building (seed 23004303)."""
+    logits = tf.placeholder(tf.float32, [3, 2])
+    labels = tf.placeholder(tf.float32, None)
+    loss = tf.nn.softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits)
+    assert loss.shape.as_list() == [3]
+    out = tf.nn.log_softmax(loss, axis=0)
+    z, lab = np.float32([[1, 2], [0, 0], [3, -1]]), np.float32([[1, 0], [0.5, 0.5], [0, 1]])
+    lse = np.log(np.exp(z).sum(1))
+    want = -(lab * (z - lse[:, None])).sum(1)
+    with tf.Session() as sess:
+        got = sess.run(out, {logits: z, labels: lab})
+    np.testing.assert_allclose(got, want - np.log(np.exp(want).sum()), rtol=1e-5)
+
+
 # (kind, logits shape, TF's outcome: None runs, else a phrase of its InvalidArgumentError)
 _NO_CLASS = [("dense", (2, 0), None), ("dense", (0, 0), "tensor with 1 values"),
              ("dense", (2, 3, 0), None), ("dense", (0, 3, 0), "tensor with 3 values"),
