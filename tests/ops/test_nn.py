@@ -594,6 +594,17 @@ def test_values_and_gradients_agree_with_tensorflow(case):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4, err_msg=f"{case}[{i}]")
 
 
+def _tf1_if_installed():
+    """TensorFlow's compat.v1 in graph mode, or None: the tests below check jitflow always and
+    TF's agreement where it is installed."""
+    try:
+        tf1 = importlib.import_module("tensorflow.compat.v1")
+    except ImportError:
+        return None
+    tf1.disable_eager_execution()
+    return tf1
+
+
 def _dilated_depthwise_builds(mod, padding, filter_shape, rate):
     g = mod.Graph()
     with g.as_default():
@@ -620,11 +631,9 @@ def test_dilated_same_depthwise_needs_the_filters_static_shape(padding, filter_s
     assert (msg is not None) == fails, msg
     if fails:
         assert "static shape" in msg and "SAME" in msg
-    try:
-        tf1 = importlib.import_module("tensorflow.compat.v1")
-    except ImportError:
+    tf1 = _tf1_if_installed()
+    if tf1 is None:
         return
-    tf1.disable_eager_execution()
     assert (_dilated_depthwise_builds(tf1, padding, filter_shape, rate) is not None) == fails
 
 
@@ -679,11 +688,9 @@ def test_cross_entropies_over_no_classes_fail_where_tensorflow_does(kind, shape,
         assert got == shape[:-1]
     else:
         assert isinstance(got, str) and error in got, got
-    try:
-        tf1 = importlib.import_module("tensorflow.compat.v1")
-    except ImportError:
+    tf1 = _tf1_if_installed()
+    if tf1 is None:
         return
-    tf1.disable_eager_execution()
     want = _xent_outcome(tf1, kind, shape)
     assert (want == shape[:-1]) if error is None else (error in want), want
 
