@@ -1254,6 +1254,9 @@ def _win_out(low, op, ones: tuple, dims: tuple):
 
 #: at least this many channels in and out for the Winograd routines (nnlib._WINO_MIN_CHANNELS)
 WINOGRAD_MIN_CHANNELS = 16
+#: 5x5 filters: at most this many channels summed (nnlib._WINO5_MAX_CHANNELS; the forward
+#: sums the input channels, the input gradient the output channels)
+WINOGRAD5_MAX_CHANNELS = 128
 
 
 def winograd_candidate(op, filter_tensor) -> bool:
@@ -1263,20 +1266,21 @@ def winograd_candidate(op, filter_tensor) -> bool:
     (batch size included) and otherwise run im2col; other ops call the plain routines, so their
     kernels never compile the Winograd code.
 
-    JITFLOW_WINOGRAD: "1" (default) 3x3 filters only, whose F(2,3) rounds like im2col (within
-    the differential fuzzer's tolerance of the interpreter); "fast" also 5x5 filters, whose
-    F(2,5) does 2.8x fewer products but rounds to ~13 float32 ulps of the output's scale, more
-    than that tolerance allows; "0" none. Kernels are cached by their source, so settings never
-    share one."""
-    mode = os.environ.get("JITFLOW_WINOGRAD", "1").strip()
+    JITFLOW_WINOGRAD: "1" (default; "fast" is the same) 3x3 filters on F(2,3), which rounds like
+    im2col, and 5x5 filters on F(2,5) where at most WINOGRAD5_MAX_CHANNELS channels are summed
+    (2.8x fewer products; float32 rounding up to ~15 ulps of the output's scale, within the
+    differential fuzzer's tolerance, where im2col's is 2-7); "3x3" 3x3 filters only; "0" none.
+    Kernels are cached by their source, so settings never share one."""
+    mode = os.environ.get("JITFLOW_WINOGRAD", "1").strip().lower()
     if mode == "0":
         return False
-    sizes = (3, 5) if mode == "fast" else (3,)
+    sizes = (3,) if mode == "3x3" else (3, 5)
     sh, sw, dh, dw, _ = _win_geometry(op)
     dims = filter_tensor.shape.as_list() if filter_tensor.shape.ndims == 4 else [None] * 4
     kh, kw, cin, cout = dims
     return (kh == kw and kh in sizes and (sh, sw, dh, dw) == (1, 1, 1, 1)
             and cin is not None and cout is not None
+            and (kh == 3 or min(cin, cout) <= WINOGRAD5_MAX_CHANNELS)
             and min(cin, cout) >= WINOGRAD_MIN_CHANNELS)
 
 

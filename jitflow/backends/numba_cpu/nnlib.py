@@ -14,9 +14,9 @@ most `_FEW_CHANNELS` input channels (a first layer on images) the block is trans
 per tap and whole output image rows per block: copying a patch row of one or three elements at
 a time cost more than the GEMM, a tap's run of output positions is one long copy. A 1x1
 convolution with unit strides is one GEMM on the input itself. Stride-1 undilated 3x3 and 5x5
-convolutions with at least 16 channels in and out (and 1024 output pixels) use Winograd's
-minimal filtering instead, forward and both gradients (the section above `conv2d`): 2.25x
-(3x3) and 2.8x (5x5, only under JITFLOW_WINOGRAD=fast) fewer multiplications. The filter
+convolutions with at least 16 channels in and out (and 1024 output pixels; 5x5 ones with at
+most 128 channels summed) use Winograd's minimal filtering instead, forward and both gradients
+(the section above `conv2d`): 2.25x (3x3) and 2.8x (5x5) fewer multiplications. The filter
 gradient is the sum over blocks of patches^T x output-gradient rows, the input gradient
 scatters the rows of output-gradient x filter^T back onto the input (col2im). Pooling and
 depthwise convolutions are direct loops with the channel axis innermost (contiguous in NHWC:
@@ -29,6 +29,7 @@ element of each window in row-major window order, padding positions (-inf) inclu
 from __future__ import annotations
 
 import os
+from fractions import Fraction
 
 import numba
 import numpy as np
@@ -191,15 +192,18 @@ def _is_pointwise(kh, kw, sh, sw, ph, pw, h, w, oh, ow):
 # m x m tile of the output gradient the filter, summed over tiles in the transformed domain (one
 # GEMM per plane reducing over the tiles).
 #
-# Rounding (float32, against exact sums, in ulps of the output's largest magnitude): im2col and
-# F(2,3) about 3-5, F(2,5) 12-26 on the points (0, 1, -1, 2, -1/2) (23-67 on 0, +-1, +-2), F(4,3)
-# 13-30. The lowering therefore calls the 5x5 routines only under JITFLOW_WINOGRAD=fast, and
-# 3x3 uses F(2,3) rather than F(4,3). Float64: ~1e-15 of the scale.
+# Rounding (float32, against exact sums, in ulps of the output's largest magnitude; random
+# shapes): im2col 2-7 and F(2,3) about 2-5; F(4,3) 13-30, so 3x3 uses F(2,3). F(2,5) grows with
+# the channels it sums: on the points (0, -3/2, 2/3, -3/4, 4/3) 7-15 up to 128 channels and
+# 16-25 at 256 (on (0, 1, -1, 2, -1/2) 12-33, on 0, +-1, +-2 23-67), so 5x5 filters summing
+# more than _WINO5_MAX_CHANNELS take im2col. The 5x5 filter gradient F(5,2) sums the whole
+# batch's tiles: float32 partial sums of 48 tiles added in float64 keep it at 9-15 (96-tile
+# float32 sums: 16-25). Every case measured stays within the
+# differential fuzzer's tolerance of exact sums. Float64: ~1e-15 of the scale.
 
 def _toom_cook(m, r, points):
     """(AT [m, a], G [a, r], BT [a, a]) of F(m, r) on `points` (a - 1 finite ones and infinity),
     exact in rationals; each BT row is scaled to integers and G's row divided to match."""
-    from fractions import Fraction
     from math import gcd
     a = m + r - 1
 
@@ -233,19 +237,21 @@ def _toom_cook(m, r, points):
     return tuple(np.array([[float(v) for v in row] for row in mat]) for mat in (at, g, bt))
 
 
-# (0, 1, -1, 2, -1/2): float32 forward error 11 and 13 ulps of the output's scale for F(2,5) and
-# F(4,3), against 23 and 30 with (0, 1, -1, 2, -2) (one point's reciprocal keeps the
-# transforms' magnitudes balanced)
-_POINTS = (0, 1, -1, 2, -0.5)
-_AT5, _G5, _BT6 = _toom_cook(2, 5, _POINTS)     # 5x5 filters, 2x2 output tiles (6x6)
-_DT5, _DG5, _ = _toom_cook(5, 2, _POINTS)       # 5x5 filter gradient from 2x2 tiles
+# 5x5: the best of every 5-point set with 0 drawn from {0, +-1, +-2, +-3, +-1/2, +-3/2, +-2/3,
+# +-3/4, +-4/3, +-1/4} for F(2,5)'s float32 rounding (its own reciprocals and near-reciprocals
+# keep the transforms' magnitudes balanced); also within 3% of the best set for F(5,2)
+_POINTS5 = (0, Fraction(-3, 2), Fraction(2, 3), Fraction(-3, 4), Fraction(4, 3))
+_AT5, _G5, _BT6 = _toom_cook(2, 5, _POINTS5)    # 5x5 filters, 2x2 output tiles (6x6)
+_DT5, _DG5, _ = _toom_cook(5, 2, _POINTS5)      # 5x5 filter gradient from 2x2 tiles
 # 3x3 filters: F(2,3) on 4x4 tiles (2.25x fewer products where F(4,3) does 4x, but rounding
 # like im2col's: F(4,3)'s input gradient missed the fuzzer's tolerance, F(2,3) is 2 ulps of scale)
-_AT3, _G3, _BT4 = _toom_cook(2, 3, _POINTS[:3])
-_DT3, _DG3, _ = _toom_cook(3, 2, _POINTS[:3])   # 3x3 filter gradient from 2x2 tiles
+_AT3, _G3, _BT4 = _toom_cook(2, 3, (0, 1, -1))
+_DT3, _DG3, _ = _toom_cook(3, 2, (0, 1, -1))    # 3x3 filter gradient from 2x2 tiles
 _WINO_MIN_CHANNELS = 16      # channels in and out at least (one thread, against im2col: 8 in
                              # and out 0.9x; 16: 1.1x; 32: 1.5x; 64: 1.8x)
 _WINO_MIN_PIXELS = 1024      # output pixels (batch included) below which im2col is kept
+_WINO5_MAX_CHANNELS = 128    # 5x5: at most this many channels summed (F(2,5)'s rounding grows
+                             # with them: 7-15 ulps of scale up to 128, 16-25 at 256)
 _WINO_TILES = 24             # tiles per block: its planes stay in L2 (24 measured best of
                              # 16-48 on LeNet's conv2 and a 64-channel 3x3 layer)
 
@@ -261,7 +267,8 @@ def _wino_matrices(kh):
 
 @_inline
 def _winograd(kh, kw, sh, sw, dh, dw, cin, cout, pixels):
-    return (kh == kw and (kh == 3 or kh == 5) and sh == 1 and sw == 1 and dh == 1 and dw == 1
+    return (kh == kw and (kh == 3 or (kh == 5 and cin <= _WINO5_MAX_CHANNELS))
+            and sh == 1 and sw == 1 and dh == 1 and dw == 1
             and cin >= _WINO_MIN_CHANNELS and cout >= _WINO_MIN_CHANNELS
             and pixels >= _WINO_MIN_PIXELS)
 
@@ -465,7 +472,6 @@ def _wino_filter_grad(x, gr, df, ph, pw, at64, g64, bt64):
     r, a = at64.shape
     m = g64.shape[1]
     dt = x.dtype
-    at = at64.astype(dt)
     g2 = g64.astype(dt)
     bt = bt64.astype(dt)
     th = (oh + m - 1) // m
@@ -473,15 +479,19 @@ def _wino_filter_grad(x, gr, df, ph, pw, at64, g64, bt64):
     tiles = n * th * tw
     sub = min(_WINO_TILES, tiles)
     # tiles per GEMM (the products reduce over them): 96 against 192 or 384 was up to 1.3x
-    # faster with 64 channels, and the smaller partial sums halved the rounding error
-    nt = min(4 * _WINO_TILES, tiles)
+    # faster with 64 channels, and the smaller partial sums halved the rounding error. F(5,2)
+    # amplifies rounding more: 48 tiles per GEMM, the partial sums added in float64 (9-15 ulps
+    # of scale against 16-25; 4.9 against 4.0 ms on LeNet's conv2, im2col 8.2)
+    five = r == 5
+    nt = min((2 if five else 4) * _WINO_TILES, tiles)
     v = np.empty((a * a, nt * c), dt)
     ug = np.empty((a * a, nt * k), dt)
     d = np.empty((a, a, sub * c), dt)
     e = np.empty((a, a, sub * c), dt)
     dg = np.empty((m, m, sub * k), dt)
     eg = np.empty((a, m, sub * k), dt)
-    acc = np.zeros((a * a, c, k), dt)
+    acc = np.zeros((a * a, c, k) if not five else (1, 1, 1), dt)
+    acc64 = np.zeros((a * a, c, k) if five else (1, 1, 1), np.float64)
     part = np.empty((c, k), dt)
     for t0 in range(0, tiles, nt):
         cnt = min(nt, tiles - t0)
@@ -492,16 +502,33 @@ def _wino_filter_grad(x, gr, df, ph, pw, at64, g64, bt64):
         for pq in range(a * a):
             np.dot(v[pq, :cnt * c].reshape((cnt, c)).T, ug[pq, :cnt * k].reshape((cnt, k)),
                    part)
-            _add_into(acc[pq], part)
-    planes = acc.reshape((a, a, c * k))
-    z = np.empty((r, a, c * k), dt)
+            if five:
+                _add_into(acc64[pq], part)
+            else:
+                _add_into(acc[pq], part)
+    if five:
+        _filter_taps(acc64, df, at64)
+    else:
+        _filter_taps(acc, df, at64.astype(dt))
+
+
+@_jit
+def _filter_taps(acc, df, at):
+    """df[i, j] = (AT plane AT^T)[i, j] of the summed planes acc [a * a, c, k], in acc's dtype."""
+    r, a = at.shape
+    ck = acc.shape[1] * acc.shape[2]
+    planes = acc.reshape((a, a, ck))
+    z = np.empty((r, a, ck), acc.dtype)
     for p in range(a):
         for j in range(r):
-            _lin_rows(z[j, p], at, j, planes[p], c * k)
-    taps = df.reshape((r, r, c * k))
+            _lin_rows(z[j, p], at, j, planes[p], ck)
+    taps = df.reshape((r, r, ck))
+    row = np.empty(ck, acc.dtype)
     for i in range(r):
         for j in range(r):
-            _lin_rows(taps[i, j], at, i, z[j], c * k)
+            _lin_rows(row, at, i, z[j], ck)
+            for e in range(ck):
+                taps[i, j, e] = row[e]
 
 
 @_jit
