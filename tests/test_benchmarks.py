@@ -318,3 +318,17 @@ def test_two_thread_settings_reach_every_peer():
     assert "intra_op_parallelism_threads=2" in env["XLA_FLAGS"]
     assert "multi_thread_eigen=true" in env["XLA_FLAGS"]
     assert threads.thread_env(1) == threads.THREAD_ENV
+
+
+def test_winograd_rounding_survey_writes_a_row_per_routine(tmp_path, capsys):
+    """benchmarks/winograd_rounding.py (the source of the rounding figures in nnlib and the
+    README): against exact sums, every Winograd case within the fuzzer's comparison."""
+    from benchmarks import winograd_rounding
+    out = tmp_path / "rounding.md"
+    assert winograd_rounding.main(["--cases", "3", "--seed", "4", "--out", str(out)]) == 0
+    rows = [line.split(" | ") for line in out.read_text().splitlines()
+            if line.startswith("| exact")]
+    assert {r[2] for r in rows} == {"forward", "input gradient", "filter gradient"}
+    for r in rows:
+        wino_max = float(r[4].split(" / ")[0])
+        assert 0 < wino_max < 30 and r[5] == "0", r

@@ -193,12 +193,12 @@ def _is_pointwise(kh, kw, sh, sw, ph, pw, h, w, oh, ow):
 # GEMM per plane reducing over the tiles).
 #
 # Rounding (float32, against exact sums, in ulps of the output's largest magnitude; random
-# shapes): im2col 2-7 and F(2,3) about 2-5; F(4,3) 13-30, so 3x3 uses F(2,3). F(2,5) grows with
-# the channels it sums: on the points (0, -3/2, 2/3, -3/4, 4/3) 7-15 up to 128 channels and
-# 16-25 at 256 (on (0, 1, -1, 2, -1/2) 12-33, on 0, +-1, +-2 23-67), so 5x5 filters summing
-# more than _WINO5_MAX_CHANNELS take im2col. The 5x5 filter gradient F(5,2) sums the whole
-# batch's tiles: float32 partial sums of 48 tiles added in float64 keep it at 9-15 (96-tile
-# float32 sums: 16-25). Every case measured stays within the
+# shapes, benchmarks/winograd_rounding.py): im2col 2-7 and F(2,3) about 2-5; F(4,3) 13-30, so
+# 3x3 uses F(2,3). F(2,5) grows with the channels it sums: on the points (0, -3/2, 2/3, -3/4,
+# 4/3) 7-15 up to 128 channels and 16-25 at 256 (on (0, 1, -1, 2, -1/2) 12-33, on 0, +-1, +-2
+# 23-67), so 5x5 filters summing more than _WINO5_MAX_CHANNELS take im2col. The 5x5 filter
+# gradient F(5,2) sums the whole batch's tiles: float32 partial sums of 48 tiles added in
+# float64 keep it at 9-15 (96-tile float32 sums: 16-25). Every case measured stays within the
 # differential fuzzer's tolerance of exact sums. Float64: ~1e-15 of the scale.
 
 def _toom_cook(m, r, points):
