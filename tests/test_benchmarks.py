@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import os
 import sys
 
@@ -332,3 +333,15 @@ def test_winograd_rounding_survey_writes_a_row_per_routine(tmp_path, capsys):
     for r in rows:
         wino_max = float(r[4].split(" / ")[0])
         assert 0 < wino_max < 30 and r[5] == "0", r
+
+
+def test_cnn_drift_against_tf_reports_each_pair_per_seed(capsys):
+    """benchmarks/cnn_tf_drift.py (training drift of the CNN against TF): one line per seed with
+    the three pairs, small after two steps of batch 2."""
+    pytest.importorskip("tensorflow")
+    from benchmarks import cnn_tf_drift
+    assert cnn_tf_drift.main(["--batch", "2", "--steps", "2", "--seeds", "5"]) == 0
+    line = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("seed 5:")]
+    assert len(line) == 1
+    values = [float(v) for v in re.findall(r"(?:loss|parameters) ([0-9.e+-]+)", line[0])]
+    assert len(values) == 6 and max(values) < 1e-2, line
