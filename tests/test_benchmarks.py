@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 import os
+import re
 import sys
 
 import numpy as np
@@ -321,7 +321,7 @@ def test_two_thread_settings_reach_every_peer():
     assert threads.thread_env(1) == threads.THREAD_ENV
 
 
-def test_winograd_rounding_survey_writes_a_row_per_routine(tmp_path, capsys):
+def test_winograd_rounding_survey_writes_a_row_per_routine(tmp_path):
     """benchmarks/winograd_rounding.py (the source of the rounding figures in nnlib and the
     README): against exact sums, every Winograd case within the fuzzer's comparison."""
     from benchmarks import winograd_rounding

@@ -229,6 +229,24 @@ def test_winograd_transforms_are_exact_for_polynomial_tiles():
         np.testing.assert_allclose(at @ ((g @ taps) * (bt @ d)), want, rtol=0, atol=1e-9)
 
 
+def _direct_sums(x, f, g, pad):
+    """float64 forward, input gradient and filter gradient of a stride-1 convolution with `pad`
+    rows and columns of zeros before the input, straight from the definition (g: the output
+    gradient, whose shape gives the output's)."""
+    x, f, g = (np.asarray(a, np.float64) for a in (x, f, g))
+    n, h, w, c = x.shape
+    r, oh, ow = f.shape[0], g.shape[1], g.shape[2]
+    xp = np.zeros((n, h + r, w + r, c))
+    xp[:, pad:pad + h, pad:pad + w] = x
+    y, df, dxp = np.zeros(g.shape), np.zeros(f.shape), np.zeros_like(xp)
+    for i, j in itertools.product(range(r), range(r)):
+        win = xp[:, i:i + oh, j:j + ow]
+        y += win @ f[i, j]
+        df[i, j] = np.einsum("nyzc,nyzk->ck", win, g)
+        dxp[:, i:i + oh, j:j + ow] += g @ f[i, j].T
+    return y, dxp[:, pad:pad + h, pad:pad + w], df
+
+
 def test_winograd_routines_equal_direct_sums_on_random_shapes():
     """nnlib's three routines on random Winograd shapes (float64, so any indexing slip shows far
     above rounding): sizes from the filter's up, both paddings, channels 16-39."""
@@ -248,17 +266,9 @@ def test_winograd_routines_equal_direct_sums_on_random_shapes():
         nnlib.conv2d_w(x, f, y, 1, 1, 1, 1, int(same))
         nnlib.conv2d_input_grad_w(f, g, dx, 1, 1, 1, 1, int(same))
         nnlib.conv2d_filter_grad_w(x, g, df, 1, 1, 1, 1, int(same))
-        ph, pw = ((r - 1) // 2,) * 2 if same else (0, 0)
-        xp = np.zeros((n, h + r, w + r, c))
-        xp[:, ph:ph + h, pw:pw + w] = x
-        want_y, want_df, dxp = np.zeros_like(y), np.zeros_like(f), np.zeros_like(xp)
-        for i, j in itertools.product(range(r), range(r)):
-            win = xp[:, i:i + oh, j:j + ow]
-            want_y += win @ f[i, j]
-            want_df[i, j] = np.einsum("nyzc,nyzk->ck", win, g)
-            dxp[:, i:i + oh, j:j + ow] += g @ f[i, j].T
+        want_y, want_dx, want_df = _direct_sums(x, f, g, (r - 1) // 2 if same else 0)
         for name, got, want in (("conv2d", y, want_y), ("filter gradient", df, want_df),
-                                ("input gradient", dx, dxp[:, ph:ph + h, pw:pw + w])):
+                                ("input gradient", dx, want_dx)):
             err = np.abs(got - want).max() / np.abs(want).max()
             assert err < 1e-12, (name, err, (n, h, w, c, k, r, same))
 
@@ -274,7 +284,6 @@ def test_5x5_winograd_float32_rounding_stays_within_the_fuzzers_tolerance_of_exa
     eps = np.finfo(np.float32).eps
     for n, hw, c, k, same in ((8, 14, 32, 64, 1), (6, 15, 32, 128, 0)):
         oh = hw if same else hw - 4
-        p = 2 if same else 0
         assert nnlib._winograd(5, 5, 1, 1, 1, 1, k, c, n * hw * hw)      # the input gradient
         x = np.maximum(rng.standard_normal((n, hw, hw, c)), 0).astype(np.float32)
         f = (rng.standard_normal((5, 5, c, k)) * 0.05).astype(np.float32)
@@ -283,16 +292,9 @@ def test_5x5_winograd_float32_rounding_stays_within_the_fuzzers_tolerance_of_exa
         nnlib.conv2d_w(x, f, y, 1, 1, 1, 1, same)
         nnlib.conv2d_input_grad_w(f, g, dx, 1, 1, 1, 1, same)
         nnlib.conv2d_filter_grad_w(x, g, df, 1, 1, 1, 1, same)
-        xp = np.zeros((n, hw + 4, hw + 4, c))
-        xp[:, p:p + hw, p:p + hw] = x
-        want_y, want_df, dxp = np.zeros(y.shape), np.zeros(f.shape), np.zeros_like(xp)
-        for i, j in itertools.product(range(5), range(5)):
-            win = xp[:, i:i + oh, j:j + oh]
-            want_y += win @ f[i, j].astype(np.float64)
-            want_df[i, j] = np.einsum("nyzc,nyzk->ck", win, g.astype(np.float64))
-            dxp[:, i:i + oh, j:j + oh] += g.astype(np.float64) @ f[i, j].T.astype(np.float64)
+        want_y, want_dx, want_df = _direct_sums(x, f, g, 2 if same else 0)
         for name, got, want in (("conv2d", y, want_y), ("filter gradient", df, want_df),
-                                ("input gradient", dx, dxp[:, p:p + hw, p:p + hw])):
+                                ("input gradient", dx, want_dx)):
             ulps = np.abs(got - want).max() / np.abs(want).max() / eps
             assert ulps <= 20, (name, n, hw, c, k, ulps)
             assert _float_mismatch(got, want.astype(np.float32), None, "float32") is None, name

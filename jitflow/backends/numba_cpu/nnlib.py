@@ -490,6 +490,7 @@ def _wino_filter_grad(x, gr, df, ph, pw, at64, g64, bt64):
     e = np.empty((a, a, sub * c), dt)
     dg = np.empty((m, m, sub * k), dt)
     eg = np.empty((a, m, sub * k), dt)
+    # one accumulator in use (a dtype cannot depend on a run-time value), the other a stub
     acc = np.zeros((a * a, c, k) if not five else (1, 1, 1), dt)
     acc64 = np.zeros((a * a, c, k) if five else (1, 1, 1), np.float64)
     part = np.empty((c, k), dt)
