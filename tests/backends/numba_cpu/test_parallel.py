@@ -95,3 +95,26 @@ def test_the_thread_knobs_parse():
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+@pytest.mark.parametrize("user", [None, ("OMP_WAIT_POLICY", "ACTIVE"), ("GOMP_SPINCOUNT", "7")])
+def test_idle_openmp_threads_spin_briefly_unless_the_user_says(monkeypatch, user):
+    """Before the first parallel kernel loads GNU OpenMP, its idle threads get a short spin
+    (they would otherwise spin for milliseconds after each parallel region, a whole core on a
+    2-core machine); a wait policy or spin count from the user is left as it is."""
+    from jitflow.backends.numba_cpu import driver
+    monkeypatch.setattr(driver, "_PAR_STATE", {})
+    for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
+        monkeypatch.setenv(k, "")   # recorded, so that teardown restores what was there
+        monkeypatch.delenv(k)
+    if user is not None:
+        monkeypatch.setenv(*user)
+    driver._prepare_parallel()
+    import os
+    if user is None:
+        assert os.environ["GOMP_SPINCOUNT"] == str(driver._GOMP_SPINCOUNT) == "10000"
+    else:
+        assert os.environ[user[0]] == user[1]
+        assert os.environ.get("GOMP_SPINCOUNT") == (user[1] if user[0] == "GOMP_SPINCOUNT"
+                                                    else None)
+    assert driver._PAR_STATE["prepared"]
