@@ -69,6 +69,7 @@ class Timing:
 
     samples: list
     calls: int = 0
+    cores: Optional[float] = None   # process CPU time / wall time over the samples (all threads)
 
     def _q(self, q: float) -> float:
         return float(np.percentile(self.samples, q))
@@ -95,11 +96,12 @@ class Timing:
 
     def scaled(self, factor: float) -> "Timing":
         """The same samples divided by `factor` (a sample of 1000 steps -> time per step)."""
-        return Timing([s / factor for s in self.samples], self.calls)
+        return Timing([s / factor for s in self.samples], self.calls, self.cores)
 
     def as_dict(self) -> dict:
         return {"median": self.median, "q1": self.q1, "q3": self.q3, "min": self.min,
                 "max": self.max, "samples": len(self.samples), "calls": self.calls,
+                "cores": None if self.cores is None else round(self.cores, 3),
                 "values": [float(f"{v:.4g}") for v in self.samples]}
 
 
@@ -120,8 +122,9 @@ def measure_interleaved(fns: dict, budget: Budget) -> dict:
     machine's load (other processes on a shared machine) hits every peer alike.
 
     Each function gets `budget.warmup` warm-up calls and one calibration call first; each stops
-    on its own once it has enough samples. Returns {name: Timing, or the exception it raised}.
-    GC is off while timing (as in timeit)."""
+    on its own once it has enough samples. Returns {name: Timing, or the exception it raised};
+    a Timing's `cores` is the process's CPU time over the wall time of its samples, which shows
+    a peer that runs on more threads than it was given. GC is off while timing (as in timeit)."""
     out: dict = {}
     group: dict = {}
     for name, fn in fns.items():
@@ -135,6 +138,7 @@ def measure_interleaved(fns: dict, budget: Budget) -> dict:
             out[name] = e
     samples: dict = {name: [] for name in group}
     totals = dict.fromkeys(group, 0.0)
+    cpu = dict.fromkeys(group, 0.0)
     active = list(group)
     gc_was_on = gc.isenabled()
     gc.disable()
@@ -143,23 +147,26 @@ def measure_interleaved(fns: dict, budget: Budget) -> dict:
             for name in list(active):
                 fn, k = fns[name], group[name]
                 try:
-                    t0 = time.perf_counter()
+                    c0, t0 = time.process_time(), time.perf_counter()
                     for _ in range(k):
                         fn()
                     dt = time.perf_counter() - t0
+                    dc = time.process_time() - c0
                 except Exception as e:  # noqa: BLE001
                     out[name] = e
                     active.remove(name)
                     continue
                 samples[name].append(dt / k)
                 totals[name] += dt
+                cpu[name] += dc
                 if _enough(len(samples[name]), totals[name], budget):
                     active.remove(name)
     finally:
         if gc_was_on:
             gc.enable()
     for name in group:
-        out.setdefault(name, Timing(samples[name], calls=len(samples[name]) * group[name]))
+        out.setdefault(name, Timing(samples[name], calls=len(samples[name]) * group[name],
+                                    cores=cpu[name] / totals[name] if totals[name] > 0 else None))
     return out
 
 

@@ -8,6 +8,8 @@ import subprocess
 from dataclasses import dataclass
 from typing import Optional
 
+import numpy as np
+
 from benchmarks.harness import Results, format_cell, format_seconds
 from benchmarks.peers import peer_versions
 
@@ -198,6 +200,35 @@ def _first_calls(results, names: list) -> list:
     return lines
 
 
+def cpu_use(results: Results, names: list) -> dict:
+    """{peer: (median cores over its timed cases, largest, the case with the largest)}: the
+    process's CPU time over wall time while the peer's samples ran, all threads counted."""
+    out = {}
+    for n in names:
+        seen = [(cell.timing.cores, c.title) for c in results.cases
+                for cell in [results.cell(c.id, n)]
+                if cell is not None and cell.status == "ok" and cell.timing is not None
+                and cell.timing.cores is not None]
+        if seen:
+            top = max(seen)
+            out[n] = (float(np.median([v for v, _ in seen])), top[0], top[1])
+    return out
+
+
+def _cpu_use(results: Results, names: list, facts: dict) -> list:
+    use = cpu_use(results, names)
+    if not use:
+        return []
+    lines = ["", "## CPU use while timed", "",
+             f"CPU time of the process over wall time during each peer's samples (every thread "
+             f"counted; the process could use {facts.get('affinity')} CPU(s)). A peer above "
+             "its thread count ran work on threads it was not given.", "",
+             "| peer | median over cases | largest | case with the largest |", "|---|---|---|---|"]
+    for n, (med, top, title) in use.items():
+        lines.append(f"| {_peer_title(results, n)} | {med:.2f} | {top:.2f} | {title} |")
+    return lines
+
+
 def to_markdown(results: Results, facts: dict, title: str = "jitflow benchmarks") -> str:
     """The whole report as Markdown."""
     base = base_peer(results)
@@ -245,6 +276,7 @@ def to_markdown(results: Results, facts: dict, title: str = "jitflow benchmarks"
         why = results.peer_status.get(p.name)
         lines.append(f"- **{p.label}** (`{p.name}`): " + ("ran" if why is None
                                                            else f"skipped: {why}"))
+    lines += _cpu_use(results, names, facts)
     notes = [(c, n, results.cell(c.id, n)) for c in results.cases for n in names]
     notes = [(c, n, cell) for c, n, cell in notes
              if cell is not None and cell.status not in ("ok", "n/a")
@@ -306,6 +338,8 @@ def to_json(results: Results, facts: dict) -> str:
                                for p in results.peers if base and p.name != base}}
                   for c in results.cases],
         "targets": evaluate_targets(results),
+        "cpu_use": {n: {"median": m, "largest": t, "case": c} for n, (m, t, c) in
+                    cpu_use(results, [p.name for p in results.peers]).items()},
         "seconds": results.seconds,
     }
     return json.dumps(data, indent=1, default=str)

@@ -1,8 +1,10 @@
 """jitflow against its peers: `python benchmarks/run.py [--quick]` (or `make bench[-quick]`).
 
 Writes benchmarks/results/latest.md (plus a timestamped copy), latest.json (every raw figure)
-and latest.png (the speedups). Threads are pinned to one per peer before anything is imported;
-`--threads 2` gives every peer two (TF and XLA intra-op pools, BLAS, jitflow's parallel kernels).
+and latest.png (the speedups). Threads are pinned to one per peer before anything is imported,
+and the process is held to one CPU; `--threads 2` gives every peer two (TF and XLA intra-op
+pools, BLAS, jitflow's parallel kernels) and two CPUs. The report's "CPU use" table shows how
+many cores each peer kept busy while it was timed.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ def _early_threads(argv) -> int:
     return 1
 
 
-threads.pin(_early_threads(sys.argv[1:]))
+threads.pin(_early_threads(sys.argv[1:]), cpus="--no-affinity" not in sys.argv[1:])
 # warm figures must time native code: runs wait for their kernels instead of running on the
 # references while the compiler thread works (compile_scaling.py measures both modes)
 os.environ.setdefault("JITFLOW_COMPILE", "sync")
@@ -52,6 +54,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                                      "linreg, cnn, rnn, compile (default: all)")
     ap.add_argument("--threads", type=int, default=1,
                     help="threads per peer (default 1; read before the peers are imported)")
+    ap.add_argument("--no-affinity", action="store_true",
+                    help="leave the process on every CPU it may use (by default it is held to "
+                         "as many CPUs as --threads, since XLA's thread pool heeds no variable)")
     ap.add_argument("--out", default=RESULTS, help="output directory")
     return ap.parse_args(argv)
 

@@ -1,7 +1,8 @@
 """The benchmark suite in a tiny mode: the table it builds, and that its result check bites.
 
 No timing assertions: these tests run the harness with 1-2 repetitions on tiny sizes and look
-only at structure and statuses.
+only at structure and statuses (the CPU-use test compares a function that sleeps with one that
+spins, which differ many times over).
 """
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import functools
 import json
 import os
 import re
+import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -236,6 +239,52 @@ def test_a_peer_failing_while_timed_gets_an_error_cell():
     cell = res.cell("t/x", "flaky")
     assert cell.status == "error" and "fails after its first call" in cell.note
     assert cell.first_call_s is not None
+
+
+def test_timing_records_the_cores_a_peer_keeps_busy():
+    """A peer's `cores` is the process's CPU time over its samples' wall time: near 0 for one
+    that waits, more for one that computes; the report's CPU-use table lists both."""
+    def sleeps():
+        time.sleep(2e-3)
+
+    def spins():
+        t = time.perf_counter()
+        while time.perf_counter() - t < 2e-3:
+            pass
+
+    out = measure_interleaved({"sleeps": sleeps, "spins": spins},
+                              Budget(min_time=0.05, max_time=1.0, min_samples=5, max_samples=50,
+                                     warmup=0, sample_target=2e-3))
+    assert out["sleeps"].cores < 0.3 and out["spins"].cores > 2 * out["sleeps"].cores, out
+    assert out["spins"].scaled(10).cores == out["spins"].cores
+    assert out["spins"].as_dict()["cores"] == round(out["spins"].cores, 3)
+    case = Case("t/c", "case c", "x", lambda rng: {}, {})
+    peers = make_peers(["numpy", "jitflow"])
+    from benchmarks.harness import Cell
+    res = Results([case], peers, {("t/c", "numpy"): Cell("ok", timing=out["sleeps"]),
+                                  ("t/c", "jitflow"): Cell("ok", timing=out["spins"])},
+                  {p.name: None for p in peers}, TINY)
+    use = report.cpu_use(res, ["numpy", "jitflow"])
+    assert use["jitflow"] == (out["spins"].cores, out["spins"].cores, "case c")
+    md = report.to_markdown(res, _facts())
+    assert "## CPU use while timed" in md and f"| {out['spins'].cores:.2f} | case c |" in md
+    assert json.loads(report.to_json(res, _facts()))["cpu_use"]["numpy"]["case"] == "case c"
+
+
+def test_pinning_holds_the_process_to_as_many_cpus_as_threads():
+    """`threads.pin_cpus(n)` (run in a child: it would pin this worker) leaves the process on
+    n of its CPUs, the children it starts too; XLA's pool heeds no thread variable."""
+    if not hasattr(os, "sched_getaffinity"):
+        pytest.skip("this platform has no CPU affinity")
+    code = ("import os, subprocess, sys; from benchmarks import threads; "
+            "before = len(os.sched_getaffinity(0)); after = threads.pin_cpus(1); "
+            "child = subprocess.run([sys.executable, '-c', 'import os; "
+            "print(len(os.sched_getaffinity(0)))'], capture_output=True, text=True).stdout; "
+            "print(before, len(after), child.strip())")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split()[1:] == ["1", "1"], res.stdout
 
 
 def test_timing_statistics_and_scaling():
