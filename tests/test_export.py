@@ -664,7 +664,8 @@ def test_a_cnn_exports_with_its_window_op_helpers_and_runs_without_jitflow(tmp_p
         folder = tf.export(sess, y, [x], str(tmp_path / "exp"), name="cnn")
     src = (tmp_path / "exp" / "cnn.py").read_text()
     assert "a copy of jitflow.backends.numba_cpu.nnlib" in src
-    calls = re.findall(r"^\s+(conv2d\w*)\(\w+, \w+, \w+, np.int64", src, re.M)
+    calls = re.findall(r"^\s+(conv2d\w*)\(readable\(\w+\), readable\(\w+\), \w+, np.int64",
+                       src, re.M)
     assert "conv2d" in calls and "conv2d_w" in calls, calls
     assert not re.search(r"^\s*(import|from)\s+jitflow\b", src, re.M)
     np.save(tmp_path / "xs.npy", xs)

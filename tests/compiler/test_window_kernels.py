@@ -508,3 +508,33 @@ def test_window_ops_have_a_code_generator(op_type):
     from jitflow.ops.registry import get_op_def
     d = get_op_def(op_type)
     assert d.lower is not None and d.lowerable is not None
+
+
+def test_read_only_operands_share_the_routines_compiled_for_writable_ones(monkeypatch):
+    """A constant filter and a feed that is not writeable reach the window routines as
+    read-only arrays; kernels pass them through `readable`, so each routine keeps one compiled
+    specialisation per dtype instead of one per combination of read-only operands."""
+    from numba.core import types
+    monkeypatch.setenv("JITFLOW_CACHE", "0")   # kernels built here: their routines get typed
+
+    from jitflow.backends.numba_cpu import nnlib
+    x = tf.placeholder(tf.float32, [None, 8, 8, 3])
+    f = tf.constant(RNG.standard_normal((3, 3, 3, 4)).astype(np.float32))
+    w = tf.Variable(RNG.standard_normal((3, 3, 4, 4)).astype(np.float32))
+    y = tf.nn.conv2d(tf.nn.conv2d(x, f, [1, 1, 1, 1], "SAME"), w, [1, 1, 1, 1], "VALID")
+    d = tf.nn.depthwise_conv2d(x, tf.constant(np.ones((2, 2, 3, 2), np.float32)),
+                               [1, 1, 1, 1], "SAME")
+    p = tf.nn.max_pool(y, [1, 2, 2, 1], [1, 2, 2, 1], "SAME")
+    q = tf.nn.avg_pool(d, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+    loss = tf.reduce_sum(p * p) + tf.reduce_sum(q)
+    fetches = [loss] + tf.gradients(loss, [x, w])
+    xv = RNG.standard_normal((2, 8, 8, 3)).astype(np.float32)
+    xv.setflags(write=False)
+    out = _both(fetches, {x: xv})
+    assert_same_result(out["numba"], out["interpreter"], rtol=1e-4, atol=1e-4)
+    routines = [getattr(nnlib, n) for n in nnlib.__all__ if hasattr(getattr(nnlib, n),
+                                                                     "signatures")]
+    read_only = [(r.__name__, sig) for r in routines for sig in r.signatures
+                 if any(isinstance(t, types.Array) and not t.mutable for t in sig)]
+    assert not read_only, read_only
+    assert nnlib.conv2d.signatures and nnlib.depthwise_conv2d.signatures

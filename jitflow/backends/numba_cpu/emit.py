@@ -505,8 +505,9 @@ class _Writer:
         for o in s.outs:
             self.alloc(o, depth, s.op)
         # the parameters as int64 values, not literals: one compiled routine per dtype serves
-        # every stride and padding (and tier 1, which calls the same routine: nnlib_c.py)
-        args = [v.name for v in s.args] + [o.name for o in s.outs] + [
+        # every stride and padding (and tier 1, which calls the same routine: nnlib_c.py);
+        # the inputs typed writable, so that read-only ones share that routine too
+        args = [f"{LIBRARY}.readable({v.name})" for v in s.args] + [o.name for o in s.outs] + [
             f"np.int64({int(p)})" for p in s.params]
         self.emit(depth, f"{LIBRARY}.{s.fn}({', '.join(args)})", s.op)
 

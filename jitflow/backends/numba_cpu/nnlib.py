@@ -33,11 +33,15 @@ from fractions import Fraction
 
 import numba
 import numpy as np
+# private names: an exported module holds this file's text beside vecmath's, which has its own
+from numba.core import types as _nbtypes
+from numba.core.imputils import impl_ret_borrowed as _ret_borrowed
+from numba.extending import intrinsic as _intrinsic
 
 __all__ = ["conv2d", "conv2d_input_grad", "conv2d_filter_grad", "conv2d_w",
            "conv2d_input_grad_w", "conv2d_filter_grad_w", "depthwise_conv2d",
            "depthwise_input_grad", "depthwise_filter_grad", "max_pool", "max_pool_grad",
-           "avg_pool", "avg_pool_grad", "pad_before", "CACHE_TOKEN"]
+           "avg_pool", "avg_pool_grad", "pad_before", "readable", "CACHE_TOKEN"]
 
 _COL_ELEMS = 1 << 18     # elements of one block of im2col patches (1 MiB of float32)
 _FEW_CHANNELS = 3        # inputs with at most this many channels use transposed patches
@@ -48,6 +52,38 @@ _NO_CFUNC = dict(no_cfunc_wrapper=True)   # called from kernels and Python only
 _CACHE = __name__ == "jitflow.backends.numba_cpu.nnlib"
 _jit = numba.njit(cache=_CACHE, **_OPTIONS, **_NO_CFUNC)
 _inline = numba.njit(inline="always", **_OPTIONS)
+
+
+@_intrinsic
+def readable(typingctx, a):
+    """`a` typed as a writable array (the same array, no copy). Kernels pass every input of the
+    routines below through it: the routines never write their inputs, and a read-only operand
+    (a constant that the kernel holds as a global, a feed that is not writeable) would
+    otherwise compile each routine once more per combination (conv2d alone had five
+    specialisations in one test run, about 3 s of compiling each)."""
+    if not isinstance(a, _nbtypes.Array):
+        return None
+    ret = a.copy(readonly=False) if not a.mutable else a
+
+    def codegen(context, builder, signature, args):
+        # read-only and writable arrays have the same data model: the value passes unchanged
+        return _ret_borrowed(context, builder, signature.return_type, args[0])
+
+    return ret(a), codegen
+
+
+def _readable_aliases(lhs, args, alias_map, arg_aliases) -> None:
+    """Numba's alias analysis: the result of `readable` is its argument."""
+    from numba.core import ir_utils
+    ir_utils._add_alias(lhs, args[0].name, alias_map, arg_aliases)
+
+
+def _register_readable_aliases() -> None:
+    from numba.core import ir_utils
+    ir_utils.alias_func_extensions[("readable", __name__)] = _readable_aliases
+
+
+_register_readable_aliases()
 
 
 @_inline
