@@ -17,7 +17,6 @@ many results the fuzzer's comparison rejects.
 from __future__ import annotations
 
 import argparse
-import itertools
 import os
 import sys
 
@@ -27,21 +26,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
 EPS = float(np.finfo(np.float32).eps)
-
-
-def _exact(x, f, g, r, pad):
-    """float64 forward, input gradient and filter gradient of a stride-1 convolution."""
-    n, h, w, c = x.shape
-    oh, ow = g.shape[1], g.shape[2]
-    xp = np.zeros((n, h + 2 * r, w + 2 * r, c))
-    xp[:, pad:pad + h, pad:pad + w] = x
-    y, df, dxp = np.zeros(g.shape), np.zeros(f.shape), np.zeros_like(xp)
-    for i, j in itertools.product(range(r), range(r)):
-        win = xp[:, i:i + oh, j:j + ow]
-        y += win @ f[i, j]
-        df[i, j] = np.einsum("nyzc,nyzk->ck", win, g)
-        dxp[:, i:i + oh, j:j + ow] += g @ f[i, j].T
-    return y, dxp[:, pad:pad + h, pad:pad + w], df
 
 
 def _tf_results(t1, x, f, g, same):
@@ -67,6 +51,7 @@ def main(argv=None) -> int:
     from tqdm import tqdm
 
     from fuzz.runner import _float_mismatch
+    from helpers import conv_direct_sums
     from jitflow.backends.numba_cpu import nnlib
     t1 = None
     if args.tf:
@@ -90,7 +75,7 @@ def main(argv=None) -> int:
         x = x.astype(np.float32)
         f = (rng.standard_normal((r, r, c, k)) / np.sqrt(r * r * c)).astype(np.float32)
         g = rng.standard_normal((n, oh, ow, k)).astype(np.float32)
-        exact = _exact(x.astype(np.float64), f.astype(np.float64), g.astype(np.float64), r, pad)
+        exact = conv_direct_sums(x, f, g, pad)
         paths = {}
         for name, fns in (("winograd", (nnlib.conv2d_w, nnlib.conv2d_input_grad_w,
                                          nnlib.conv2d_filter_grad_w)),

@@ -1,6 +1,8 @@
 """Test helpers: compare a run on every backend with the reference interpreter."""
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 import jitflow as tf
@@ -119,3 +121,22 @@ def registry_params():
             for dt in ex.dtypes:
                 label = dt if isinstance(dt, str) else "-".join(dt)
                 yield pytest.param(ex, dt, id=f"{d.type}-{ex.id or i}-{label}")
+
+
+def conv_direct_sums(x, f, g, pad):
+    """float64 forward, input gradient and filter gradient of a stride-1 convolution with `pad`
+    rows and columns of zeros before the input, straight from the definition (g: the output
+    gradient, whose shape gives the output's). The reference of the Winograd tests and of
+    benchmarks/winograd_rounding.py."""
+    x, f, g = (np.asarray(a, np.float64) for a in (x, f, g))
+    n, h, w, c = x.shape
+    r, oh, ow = f.shape[0], g.shape[1], g.shape[2]
+    xp = np.zeros((n, h + r, w + r, c))
+    xp[:, pad:pad + h, pad:pad + w] = x
+    y, df, dxp = np.zeros(g.shape), np.zeros(f.shape), np.zeros_like(xp)
+    for i, j in itertools.product(range(r), range(r)):
+        win = xp[:, i:i + oh, j:j + ow]
+        y += win @ f[i, j]
+        df[i, j] = np.einsum("nyzc,nyzk->ck", win, g)
+        dxp[:, i:i + oh, j:j + ow] += g @ f[i, j].T
+    return y, dxp[:, pad:pad + h, pad:pad + w], df

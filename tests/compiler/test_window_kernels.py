@@ -11,7 +11,7 @@ import pytest
 
 import jitflow as tf
 from jitflow.compiler import cpu, partition
-from helpers import assert_same_result
+from helpers import assert_same_result, conv_direct_sums
 
 RNG = np.random.default_rng(11)
 
@@ -229,24 +229,6 @@ def test_winograd_transforms_are_exact_for_polynomial_tiles():
         np.testing.assert_allclose(at @ ((g @ taps) * (bt @ d)), want, rtol=0, atol=1e-9)
 
 
-def _direct_sums(x, f, g, pad):
-    """float64 forward, input gradient and filter gradient of a stride-1 convolution with `pad`
-    rows and columns of zeros before the input, straight from the definition (g: the output
-    gradient, whose shape gives the output's)."""
-    x, f, g = (np.asarray(a, np.float64) for a in (x, f, g))
-    n, h, w, c = x.shape
-    r, oh, ow = f.shape[0], g.shape[1], g.shape[2]
-    xp = np.zeros((n, h + r, w + r, c))
-    xp[:, pad:pad + h, pad:pad + w] = x
-    y, df, dxp = np.zeros(g.shape), np.zeros(f.shape), np.zeros_like(xp)
-    for i, j in itertools.product(range(r), range(r)):
-        win = xp[:, i:i + oh, j:j + ow]
-        y += win @ f[i, j]
-        df[i, j] = np.einsum("nyzc,nyzk->ck", win, g)
-        dxp[:, i:i + oh, j:j + ow] += g @ f[i, j].T
-    return y, dxp[:, pad:pad + h, pad:pad + w], df
-
-
 def test_winograd_routines_equal_direct_sums_on_random_shapes():
     """nnlib's three routines on random Winograd shapes (float64, so any indexing slip shows far
     above rounding): sizes from the filter's up, both paddings, channels 16-39."""
@@ -266,7 +248,7 @@ def test_winograd_routines_equal_direct_sums_on_random_shapes():
         nnlib.conv2d_w(x, f, y, 1, 1, 1, 1, int(same))
         nnlib.conv2d_input_grad_w(f, g, dx, 1, 1, 1, 1, int(same))
         nnlib.conv2d_filter_grad_w(x, g, df, 1, 1, 1, 1, int(same))
-        want_y, want_dx, want_df = _direct_sums(x, f, g, (r - 1) // 2 if same else 0)
+        want_y, want_dx, want_df = conv_direct_sums(x, f, g, (r - 1) // 2 if same else 0)
         for name, got, want in (("conv2d", y, want_y), ("filter gradient", df, want_df),
                                 ("input gradient", dx, want_dx)):
             err = np.abs(got - want).max() / np.abs(want).max()
@@ -292,7 +274,7 @@ def test_5x5_winograd_float32_rounding_stays_within_the_fuzzers_tolerance_of_exa
         nnlib.conv2d_w(x, f, y, 1, 1, 1, 1, same)
         nnlib.conv2d_input_grad_w(f, g, dx, 1, 1, 1, 1, same)
         nnlib.conv2d_filter_grad_w(x, g, df, 1, 1, 1, 1, same)
-        want_y, want_dx, want_df = _direct_sums(x, f, g, 2 if same else 0)
+        want_y, want_dx, want_df = conv_direct_sums(x, f, g, 2 if same else 0)
         for name, got, want in (("conv2d", y, want_y), ("filter gradient", df, want_df),
                                 ("input gradient", dx, want_dx)):
             ulps = np.abs(got - want).max() / np.abs(want).max() / eps
