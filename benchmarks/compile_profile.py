@@ -168,7 +168,7 @@ def build(case: str):
 def child(case: str) -> dict:
     c0 = time.process_time()
     import jitflow  # noqa: F401
-    from jitflow.compiler import cache as jcache
+    from jitflow.backends.numba_cpu import cache as jcache
     c_import = time.process_time() - c0
     sess, fetch, feed = build(case)
     clock = Clock()

@@ -163,8 +163,8 @@ def _graph_child(tf, steps, train: bool, cached_probe=None, warm: bool = False) 
 def _jitflow_probe(sess, fetch, x, xv, t1):
     """Keep running until the background compiler is idle and a run used only native code;
     report when that happened."""
-    from jitflow.compiler import background
-    from jitflow.compiler import cache as jcache
+    from jitflow.backends.numba_cpu import background
+    from jitflow.backends.numba_cpu import cache as jcache
     stats = jcache.STATS
     deadline = time.perf_counter() + 600
     runs = 1

@@ -145,7 +145,7 @@ def cpu_times(fns: dict, rounds: int, per_round: int = 3) -> dict:
 def profile_jitflow(sess, train, feed, n: int) -> dict:
     """Seconds per step: total, in native kernel calls, and the rest (driver overhead)."""
     import time
-    from jitflow.compiler import cpu
+    from jitflow.backends.numba_cpu import driver as cpu
     spent = [0.0, 0]
     orig = cpu._call
 

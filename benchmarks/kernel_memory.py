@@ -7,7 +7,7 @@ kernel); it is run once in its own session, which is then closed and dropped. Pr
 process's resident memory (VmRSS) every `--every` graphs, with the number of kernels the
 in-memory cache holds. Without `--disk` the disk cache is off (JITFLOW_CACHE=0), so every
 graph compiles. The in-memory cache is bounded by JITFLOW_MEMORY_CACHE_ENTRIES and
-JITFLOW_MEMORY_CACHE_MB (see jitflow/compiler/cache.py).
+JITFLOW_MEMORY_CACHE_MB (see jitflow/backends/numba_cpu/cache.py).
 
 `--wait` waits for the background compiler after each graph's first run and runs it again, so
 that every graph ends up on its native kernel (compiled by the helper process, loaded here).
@@ -84,7 +84,7 @@ def build_and_run(tf, np, i: int, wait: bool = False) -> None:
     with tf.Session() as sess:
         sess.run(y, {x: xv})
         if wait:
-            from jitflow.compiler import background
+            from jitflow.backends.numba_cpu import background
             background.wait_idle(600)
             sess.run(y, {x: xv})
 
@@ -107,7 +107,7 @@ def main(argv=None) -> int:
     import numpy as np
 
     import jitflow as tf
-    from jitflow.compiler import cache
+    from jitflow.backends.numba_cpu import cache
     warnings.simplefilter("ignore", RuntimeWarning)
     build_and_run(tf, np, 10 ** 9)   # Numba and the vecmath helpers warm: the baseline
     gc.collect()

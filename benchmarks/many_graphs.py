@@ -44,8 +44,8 @@ def child(peer: str, n: int, start: int) -> dict:
     res = {"wall": time.perf_counter() - t0, "cpu": time.process_time() - c0,
            "crashes": crashes}
     if peer.startswith("jitflow"):
-        from jitflow.compiler import background
-        from jitflow.compiler.cpu import STATS
+        from jitflow.backends.numba_cpu import background
+        from jitflow.backends.numba_cpu.driver import STATS
         res.update({"compiles": STATS.get("compiles", 0),
                     "skipped": STATS.get("background_skipped", 0),
                     "still_pending": background.pending()})

@@ -97,7 +97,7 @@ def load_jitflow(backend: str) -> Callable[[], GraphAPI]:
 
     def load() -> GraphAPI:
         import jitflow
-        from jitflow.session import _BACKENDS
+        from jitflow.core.session import _BACKENDS
         if backend not in _BACKENDS:
             raise Unavailable(f"jitflow backend {backend!r} is not registered (registered: "
                               f"{', '.join(sorted(_BACKENDS))})")

@@ -69,8 +69,8 @@ def main(argv=None) -> int:
     from tqdm import tqdm
 
     import jitflow as tf
-    from jitflow.compiler import background
-    from jitflow.compiler.cpu import STATS
+    from jitflow.backends.numba_cpu import background
+    from jitflow.backends.numba_cpu.driver import STATS
     loss, train, feed = (build(tf, np, args.steps) if args.model == "rnn"
                          else build_cnn(tf, np))
     sess = tf.Session()

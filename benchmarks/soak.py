@@ -146,7 +146,7 @@ class Soak:
         inputs = [rng.standard_normal((n, 8)).astype(np.float32) for n in (1, 3, 16, 1, 7)]
         for a in inputs:   # first runs may use the references while the kernels compile
             sess.run(pred, {x: a})
-        from jitflow.compiler import background
+        from jitflow.backends.numba_cpu import background
         background.wait_idle(600)
         # the native kernels' answers; a run may also be on the references (the first run of a
         # kernel evicted from the small memory cache), which round differently: a race shows

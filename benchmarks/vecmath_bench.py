@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/vecmath_bench.py [--n 1000000] [--reps 60]
 
-- vecmath: one njit loop calling jitflow.compiler.vecmath's helpers (vectorized);
+- vecmath: one njit loop calling jitflow.backends.numba_cpu.vecmath's helpers (vectorized);
 - libm:    the same loop with `math.exp` / `math.tanh` (scalar libm calls);
 - numpy:   the NumPy expression (temporaries and all).
 Loops are compiled with the JIT's flags (error_model="numpy", fastmath={"contract"}) and write
@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
 
-from jitflow.compiler import vecmath as vm  # noqa: E402
+from jitflow.backends.numba_cpu import vecmath as vm  # noqa: E402
 
 
 def make_loops(dt):

@@ -7,21 +7,21 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from jitflow import dtypes, errors  # noqa: E402,F401
-from jitflow.dtypes import (  # noqa: E402,F401
+from jitflow.core.dtypes import (  # noqa: E402,F401
     DType, as_dtype, bool, double, float16, float32, float64, half, int8, int16, int32, int64,
     string, uint8,
 )
-from jitflow.graph import (  # noqa: E402,F401
+from jitflow.core.graph import (  # noqa: E402,F401
     Graph, GraphKeys, Operation, Tensor, control_dependencies, convert_to_tensor,
     get_default_graph, name_scope, reset_default_graph,
 )
-from jitflow.shapes import Dimension, TensorShape  # noqa: E402,F401
+from jitflow.core.shapes import Dimension, TensorShape  # noqa: E402,F401
 from jitflow import ops as _ops  # noqa: E402,F401
 from jitflow.ops import *  # noqa: E402,F401,F403
-from jitflow.session import InteractiveSession, Session, get_default_session  # noqa: E402,F401
+from jitflow.core.session import InteractiveSession, Session, get_default_session  # noqa: E402,F401
 from jitflow import nn, math, losses, random, linalg, initializers  # noqa: E402,F401
 from jitflow import compat  # noqa: E402,F401
-from jitflow.gradients import (  # noqa: E402,F401
+from jitflow.core.gradients import (  # noqa: E402,F401
     AggregationMethod, NotDifferentiable, RegisterGradient, UnconnectedGradients, gradients,
     hessians, no_gradient,
 )
@@ -119,5 +119,5 @@ def __getattr__(name: str):
 
 from jitflow import data, image, nest, queue, sparse, strings  # noqa: E402,F401
 from jitflow.ops.sparse import SparseTensor, SparseTensorValue  # noqa: E402,F401
-from jitflow.errors import OpError  # noqa: E402,F401
+from jitflow.core.errors import OpError  # noqa: E402,F401
 NoGradient = NotDifferentiable  # TF1's older name

@@ -69,7 +69,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
-from jitflow.graph import Operation, Tensor
+from jitflow.core.graph import Operation, Tensor
 
 __all__ = ["predict", "gradients", "fit", "current_client", "STATS"]
 
@@ -147,7 +147,7 @@ def _tune_worker_allocator() -> bool:
         import ctypes
         import sys
 
-        from jitflow.compiler import memory
+        from jitflow.backends.numba_cpu import memory
         if sys.platform.startswith("linux"):
             try:
                 libc = ctypes.CDLL("libc.so.6")
@@ -326,7 +326,7 @@ class _Exports:
 
 
 def _resolve_feed_dict(graph, feed_dict: Optional[Mapping], what: str) -> list:
-    from jitflow.session import _feed_check
+    from jitflow.core.session import _feed_check
     out = []
     for k, v in (feed_dict or {}).items():
         t = graph.as_graph_element(k, allow_tensor=True, allow_operation=False)
@@ -493,7 +493,7 @@ _GRADS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 def _gradient_tensors(graph, loss: Tensor, var_list: list) -> list:
     """tf.gradients(loss, var_list), built once per graph, loss and variables."""
-    from jitflow.gradients import gradients as tf_gradients
+    from jitflow.core.gradients import gradients as tf_gradients
     per_graph = _GRADS.setdefault(graph, {})
     key = (loss, tuple(getattr(v, "op", v) for v in var_list))
     grads = per_graph.get(key)
@@ -745,7 +745,7 @@ def fit(sess, train_op, loss, feeds: Mapping, *, batch_size: int, epochs: int = 
 
 
 def _apply(sess, op, fed: dict) -> None:
-    from jitflow import errors
+    from jitflow.core import errors
     try:
         sess.run(op, fed)
     except errors.InvalidArgumentError as e:

@@ -41,7 +41,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from jitflow.graph import Operation, Tensor
+from jitflow.core.graph import Operation, Tensor
 
 __all__ = ["export", "load", "export_files", "load_files", "with_state", "make_save",
            "read_manifest", "verify", "check_names", "ExportError",
@@ -713,7 +713,7 @@ def _targets(fetches) -> list:
 
 
 def _state_values(sess, var_ops) -> dict:
-    from jitflow import errors
+    from jitflow.core import errors
     values = {}
     for op in var_ops:
         v = sess._state.get(op)
@@ -743,7 +743,7 @@ def _compile_program(sess, flat: list, targets: list, feeds: list,
     fetches = list(flat) + list(targets)
     if getattr(sess, "backend", None) != "numba":
         # Compile with a numba session on the same graph; the state still comes from `sess`.
-        from jitflow.session import Session
+        from jitflow.core.session import Session
         compiling = Session(graph=sess.graph, backend="numba")
         compiling._store.values.update(sess._store.snapshot())
     else:

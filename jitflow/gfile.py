@@ -13,7 +13,7 @@ import os
 import shutil
 from typing import Iterator
 
-from jitflow import errors
+from jitflow.core import errors
 
 __all__ = ["GFile", "Open", "FastGFile", "exists", "makedirs", "mkdir", "glob", "listdir",
            "remove", "rename", "isdir", "copy", "walk", "stat", "rmtree", "Exists", "MakeDirs",

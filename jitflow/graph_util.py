@@ -19,7 +19,7 @@ def _node_name(s: str) -> str:
 
 
 def _as_proto(graph_def):
-    from jitflow.graph import Graph
+    from jitflow.core.graph import Graph
     from jitflow.serialize.graph_def import parse_graph_def
     if isinstance(graph_def, Graph):
         return graph_def.as_graph_def()

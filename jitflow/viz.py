@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 from typing import Optional, Union
 
-from jitflow.graph import Graph, Operation, Tensor, get_default_graph
+from jitflow.core.graph import Graph, Operation, Tensor, get_default_graph
 
 __all__ = ["to_dot", "render", "GraphvizNotFoundError"]
 
@@ -69,7 +69,7 @@ def _select(graph_or_fetches, feed_dict):
         graph = graph_or_fetches if graph_or_fetches is not None else get_default_graph()
         return graph, graph.get_operations(), [], [], None
     from jitflow.compiler.plan import build_plan
-    from jitflow.session import _FetchMapper
+    from jitflow.core.session import _FetchMapper
     graph = _graph_of_fetches(graph_or_fetches)
     mapper = _FetchMapper(graph, graph_or_fetches)
     feeds = []

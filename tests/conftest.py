@@ -34,7 +34,7 @@ def _private_repo_cache(path: str) -> None:
 _private_repo_cache(os.environ["JITFLOW_CACHE_DIR"])
 
 import jitflow as tf  # noqa: E402
-from jitflow.session import _BACKENDS  # noqa: E402
+from jitflow.core.session import _BACKENDS  # noqa: E402
 
 
 def available_backends() -> list:
@@ -44,9 +44,9 @@ def available_backends() -> list:
 @pytest.fixture(autouse=True)
 def _fresh_graph():
     """Every test starts with an empty default graph and no default session."""
-    from jitflow.session import _clear_default_sessions
-    from jitflow.graph import _graph_stack
-    from jitflow.compiler import cpu
+    from jitflow.core.session import _clear_default_sessions
+    from jitflow.core.graph import _graph_stack
+    from jitflow.backends.numba_cpu import driver as cpu
     # once-per-process warnings ("op type X has no code generator") are per test here: a test
     # expecting one must not depend on which tests ran before it in the same worker
     cpu._WARNED_OPS.clear()
@@ -56,7 +56,7 @@ def _fresh_graph():
     yield
     # a test that compiled in the background leaves no job behind to finish (and count
     # compilations) during the next test
-    from jitflow.compiler import background
+    from jitflow.backends.numba_cpu import background
     assert background.wait_idle(600), "background compiler still busy after 600 s"
     _graph_stack().clear()
     _clear_default_sessions()

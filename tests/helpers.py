@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 
 import jitflow as tf
-from jitflow.session import _BACKENDS
+from jitflow.core.session import _BACKENDS
 
 
 def run_all_backends(fetches, feed_dict=None, init: bool = True, graph=None) -> dict:

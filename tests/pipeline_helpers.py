@@ -3,8 +3,8 @@ that is not a native segment is host work by design (no reference fallback), and
 segment ran a compiled kernel."""
 from __future__ import annotations
 
-from jitflow.compiler import fuse
-from jitflow.compiler.cpu import Executable, _Compiled, _Segment
+from jitflow.compiler.lower import host_only
+from jitflow.backends.numba_cpu.driver import Executable, _Compiled, _Segment
 
 
 def native_steps(sess, fetches_key=None) -> list:
@@ -23,7 +23,7 @@ def native_steps(sess, fetches_key=None) -> list:
                     f"segment of {[op.name for op in s.ops]} did not run native code"
                 out.append(("native", len(s.ops)))
             else:
-                assert (fuse.host_only(s) or s.type in ("Const", "VariableV2")
+                assert (host_only(s) or s.type in ("Const", "VariableV2")
                         or s.op_def.kind == "random"), f"{s.name} ({s.type}) fell back"
                 out.append(("host", s.type))
     return out

@@ -28,7 +28,7 @@ from benchmarks.harness import (  # noqa: E402
     measure_interleaved, run_suite,
 )
 from benchmarks.peers import GraphAPI, NumpyMath, graph_lacks, make_peers  # noqa: E402
-from jitflow.session import _BACKENDS  # noqa: E402
+from jitflow.core.session import _BACKENDS  # noqa: E402
 
 # one worker runs the module: the tiny table below is built once, not once per worker (17 s)
 pytestmark = pytest.mark.xdist_group("bench-tiny")

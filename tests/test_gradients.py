@@ -244,7 +244,7 @@ def test_op_without_rule_on_path_raises_lookup_error():
 
 
 def test_register_gradient_for_new_op_type_and_override(backend):
-    grad_mod = importlib.import_module("jitflow.gradients")
+    grad_mod = importlib.import_module("jitflow.core.gradients")
     register("TestSquareNoRule", infer=lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)],
              ref=lambda op, x: x * x, differentiable=True)
     try:
@@ -287,7 +287,7 @@ def test_rule_returning_wrong_shape_raises():
 
 
 def test_not_differentiable_declaration():
-    grad_mod = importlib.import_module("jitflow.gradients")
+    grad_mod = importlib.import_module("jitflow.core.gradients")
     register("TestNotDiff", infer=lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)],
              ref=lambda op, x: x, differentiable=True)
     try:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import jitflow as tf
-from jitflow.shapes import Dimension, TensorShape
+from jitflow.core.shapes import Dimension, TensorShape
 
 
 # -- default graphs --------------------------------------------------------------------------------

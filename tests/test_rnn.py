@@ -1,5 +1,5 @@
-"""Recurrent networks: static_rnn, dynamic_rnn and the bidirectional forms (jitflow/rnn.py)
-with the cells of jitflow/rnn_cell.py: hand-computed steps, sequence lengths, gradients by
+"""Recurrent networks: static_rnn, dynamic_rnn and the bidirectional forms (jitflow/lib/rnn.py)
+with the cells of jitflow/lib/rnn_cell.py: hand-computed steps, sequence lengths, gradients by
 finite differences on both backends, and TF parity of variable names, outputs, states and
 gradients given the same weights."""
 from __future__ import annotations
@@ -225,8 +225,8 @@ def test_an_lstm_training_step_runs_on_kernels_compiled_once():
     """dynamic_rnn's step (forward and backward) is compiled once whatever the number of
     steps and batch size, and nothing of it falls back to the references."""
     import warnings
-    from jitflow.compiler import cpu
-    from jitflow.compiler.cpu import Executable, _Segment
+    from jitflow.backends.numba_cpu import driver as cpu
+    from jitflow.backends.numba_cpu.driver import Executable, _Segment
     x = tf.placeholder(tf.float32, [None, None, 3])
     lengths = tf.placeholder(tf.int32, [None])
     _, st = tf.nn.dynamic_rnn(rnn_cell.BasicLSTMCell(8), x, sequence_length=lengths,

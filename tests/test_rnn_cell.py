@@ -1,4 +1,4 @@
-"""The recurrent cells (jitflow/rnn_cell.py): sizes, zero states, variable scopes and names
+"""The recurrent cells (jitflow/lib/rnn_cell.py): sizes, zero states, variable scopes and names
 under manual unrolling, custom cells, wrappers, and one step of every cell against TF given
 the same weights."""
 from __future__ import annotations

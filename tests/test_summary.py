@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import jitflow as tf
-from jitflow.summary import crc32c, masked_crc32c, tfrecord
+from jitflow.lib.summary import crc32c, masked_crc32c, tfrecord
 
 
 def test_crc32c_known_values():

@@ -10,9 +10,7 @@ Modules, in pipeline order:
 - `lower.py`      the generic fuser: a run of ops -> one IR kernel, through each op's registry
                   entry (`scalar=` or `lower=`); broadcasting, inlining, materializing.
 
-Backends read the IR: jitflow/backends/numba_cpu (the default) and numba_cuda. The older module
-names (`fuse`, `codegen`, `cpu`, `cache`, `vecmath`, `runtime_shapes` (now jitflow/fold.py),
-...) stay importable here.
+Backends read the IR: jitflow/backends/numba_cpu (the default) and numba_cuda.
 
 The compiler is a function of a plan: executables are called with the feed values and the
 session's variable store (jitflow/runtime/state.py), never with the session.

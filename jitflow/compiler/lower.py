@@ -37,8 +37,6 @@ class Unsupported(Exception):
     """The ops cannot be lowered for these shape classes: they run through their references."""
 
 
-_Unsupported = Unsupported   # the older name
-
 
 class Operand(NamedTuple):
     """A tensor as a consumer sees it: an expression (None when only the shape is known), its

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from jitflow.graph import Operation, Tensor
+from jitflow.core.graph import Operation, Tensor
 
 __all__ = ["Plan", "build_plan", "toposort"]
 

@@ -18,12 +18,12 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
-from jitflow import errors
-from jitflow.data import structure as nest
+from jitflow.core import dtypes as _dtypes
+from jitflow.core import errors
+from jitflow.core import structure as nest
 from jitflow.data.function import Spec, TracedFunction
-from jitflow.graph import Tensor, convert_to_tensor, get_default_graph
-from jitflow.shapes import TensorShape, as_shape
+from jitflow.core.graph import Tensor, convert_to_tensor, get_default_graph
+from jitflow.core.shapes import TensorShape, as_shape
 
 __all__ = ["Dataset", "DatasetV1", "TextLineDataset", "FixedLengthRecordDataset", "Options",
            "AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY"]
@@ -71,7 +71,7 @@ def _as_component(value, name: str):
     if isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in
                                                 nest.flatten(list(value))):
         return convert_to_tensor(value, name=name)
-    from jitflow.graph import _infer_numpy
+    from jitflow.core.graph import _infer_numpy
     arr = _infer_numpy(value)
     return np.array(arr, copy=True)
 

@@ -13,8 +13,8 @@ from typing import Callable
 
 import numpy as np
 
-from jitflow.data import structure as nest
-from jitflow.graph import Tensor, convert_to_tensor, name_scope
+from jitflow.core import structure as nest
+from jitflow.core.graph import Tensor, convert_to_tensor, name_scope
 
 __all__ = ["TracedFunction", "Spec"]
 
@@ -25,8 +25,8 @@ class Spec:
     __slots__ = ("dtype", "shape")
 
     def __init__(self, dtype, shape) -> None:
-        from jitflow.dtypes import as_dtype
-        from jitflow.shapes import as_shape
+        from jitflow.core.dtypes import as_dtype
+        from jitflow.core.shapes import as_shape
         self.dtype = as_dtype(dtype)
         self.shape = as_shape(shape)
 
@@ -109,7 +109,7 @@ class TracedFunction:
     def _executable(self):
         if self._exe is None:
             from jitflow.compiler.plan import build_plan
-            from jitflow.interpreter import Interpreter
+            from jitflow.backends.interpreter import Interpreter
             feeds = list(self.args) + list(self.captured)
             plan = build_plan(self.graph, self.fetches, [], feeds)
             pos = {t: i for i, t in enumerate(feeds)}

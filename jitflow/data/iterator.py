@@ -19,14 +19,14 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
-from jitflow import errors
-from jitflow.data import structure as nest
+from jitflow.core import dtypes as _dtypes
+from jitflow.core import errors
+from jitflow.core import structure as nest
 from jitflow.data.dataset import Dataset, _Run
 from jitflow.data.function import Spec
-from jitflow.graph import Tensor, convert_to_tensor, get_default_graph, make_op, name_scope
+from jitflow.core.graph import Tensor, convert_to_tensor, get_default_graph, make_op, name_scope
 from jitflow.ops.registry import register
-from jitflow.shapes import TensorShape, as_shape
+from jitflow.core.shapes import TensorShape, as_shape
 
 __all__ = ["Iterator", "make_one_shot_iterator", "make_initializable_iterator",
            "get_output_types", "get_output_shapes", "get_output_classes"]

@@ -1,5 +1,5 @@
 """Helpers the array-op families share: shape-like arguments (static attributes or
-run-time tensors), error construction, build-time values (see jitflow/fold.py).
+run-time tensors), error construction, build-time values (see jitflow/core/fold.py).
 """
 from __future__ import annotations
 
@@ -7,22 +7,22 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow import fold as _fold
-from jitflow.graph import Tensor, convert_to_tensor, name_scope
-from jitflow.shapes import Dimension, TensorShape, shape_tf_str
+from jitflow.core import fold as _fold
+from jitflow.core.graph import Tensor, convert_to_tensor, name_scope
+from jitflow.core.shapes import Dimension, TensorShape, shape_tf_str
 
 
 def _err(message: str, op=None):
-    from jitflow.errors import InvalidArgumentError
+    from jitflow.core.errors import InvalidArgumentError
     return InvalidArgumentError(None, op, message)
 
 
-# -- build-time values of tensors (jitflow/fold.py, the one static evaluator) ---------------------
+# -- build-time values of tensors (jitflow/core/fold.py, the one static evaluator) ---------------------
 def get_static_value(tensor) -> Optional[np.ndarray]:
     """The value of `tensor` when it is known at build time (TF1's `constant_value`), else None.
 
     Follows constants, the shape of fully defined tensors and a few small shape-arithmetic ops
-    (at most 8 deep, so it never walks a long chain): see `jitflow.fold.static_value`.
+    (at most 8 deep, so it never walks a long chain): see `jitflow.core.fold.static_value`.
     """
     return _fold.static_value(tensor)
 

@@ -13,11 +13,11 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
-from jitflow import errors
-from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
+from jitflow.core import dtypes as _dtypes
+from jitflow.core import errors
+from jitflow.core.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.ops.registry import Example, register
-from jitflow.shapes import Dimension, TensorShape, as_shape, broadcast_static
+from jitflow.core.shapes import Dimension, TensorShape, as_shape, broadcast_static
 
 __all__ = ["dynamic_partition", "dynamic_stitch", "sort", "argsort", "unique_with_counts",
            "setdiff1d", "repeat", "batch_gather", "parallel_stack", "histogram_fixed_width",
@@ -34,7 +34,7 @@ NAMESPACES = {
 
 def _get_seed(op_seed):
     """`tf.random.get_seed`: (graph seed, op seed) as `tf.get_seed`."""
-    from jitflow.graph import get_default_graph
+    from jitflow.core.graph import get_default_graph
     return get_default_graph().seed, op_seed
 
 

@@ -15,11 +15,11 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
-from jitflow import errors
-from jitflow.graph import convert_to_tensor, make_op, name_scope
+from jitflow.core import dtypes as _dtypes
+from jitflow.core import errors
+from jitflow.core.graph import convert_to_tensor, make_op, name_scope
 from jitflow.ops.registry import register
-from jitflow.shapes import TensorShape
+from jitflow.core.shapes import TensorShape
 
 __all__: list = []
 

@@ -11,8 +11,8 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
-from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
+from jitflow.core import dtypes as _dtypes
+from jitflow.core.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.ops.registry import Example, register
 
 __all__ = ["sparse_tensor_dense_matmul", "sparse_reduce_sum", "uniform_unit_scaling_initializer",
@@ -137,7 +137,7 @@ def _sp():
 
 
 def _binary_infer(op):
-    from jitflow.shapes import broadcast_static
+    from jitflow.core.shapes import broadcast_static
     a, x = op.inputs
     if a.dtype.name not in ("float32", "float64") or a.dtype != x.dtype:
         raise TypeError(f"{op.type} needs two float32 or two float64 inputs")

@@ -13,13 +13,13 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
-from jitflow import errors
+from jitflow.core import dtypes as _dtypes
+from jitflow.core import errors
 from jitflow.ops import functional as _fn
-from jitflow.graph import (Operation, Tensor, convert_to_tensor, get_default_graph, make_op,
+from jitflow.core.graph import (Operation, Tensor, convert_to_tensor, get_default_graph, make_op,
                            name_scope)
 from jitflow.ops.registry import Example, register
-from jitflow.shapes import TensorShape, as_shape
+from jitflow.core.shapes import TensorShape, as_shape
 
 __all__ = [
     "cond", "case", "while_loop", "Assert", "assert_equal", "assert_none_equal", "assert_less",
@@ -304,7 +304,7 @@ def _if_grad(op, *gs):
     diff_cap = [j for j, t in enumerate(caps) if _fn.is_differentiable(t)]
     if not diff_out or not diff_cap:
         return [None] * len(op.inputs)
-    from jitflow.gradients import gradients
+    from jitflow.core.gradients import gradients
     subs = []
     with _fn.Region(graph) as back:
         g_phs = [_fn.loop_var(op.outputs[k].dtype, op.outputs[k].shape, name="grad_in",
@@ -643,7 +643,7 @@ def _while_grad(op, *gs):
     diff_cap = [j for j, t in enumerate(caps) if _fn.is_differentiable(t)]
     if not diff:
         return [None] * len(op.inputs)
-    from jitflow.gradients import gradients
+    from jitflow.core.gradients import gradients
     graph = op.graph
     with _fn.Region(graph) as back:
         g_phs = [_fn.loop_var(spec.phs[k].dtype, spec.phs[k].shape, name="grad_in",
@@ -909,7 +909,7 @@ def foldr(fn: Callable, elems, initializer=None, parallel_iterations: int = 10,
 # -- Assert and the assert_* family ---------------------------------------------------------------
 def _assert_ref(op, c, *data):
     if not np.all(c):
-        from jitflow.errors import InvalidArgumentError
+        from jitflow.core.errors import InvalidArgumentError
         summarize = op.attrs["summarize"]
         parts = []
         for d in data:

@@ -12,16 +12,16 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
-from jitflow import errors
-from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
+from jitflow.core import dtypes as _dtypes
+from jitflow.core import errors
+from jitflow.core.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.compiler.ir import LibCall
 from jitflow.ops.nn import (_check_conv_grad_dims, _conv_input_grad_ref, _four, _np_conv_direct,
                             _np_vjp, _out_size, _padding, _win_out, _win_params, _win_stored,
                             winograd_candidate)
 from jitflow.ops.reduce import _legacy
 from jitflow.ops.registry import Example, register
-from jitflow.shapes import TensorShape
+from jitflow.core.shapes import TensorShape
 
 __all__: list = []
 

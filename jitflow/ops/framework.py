@@ -13,12 +13,12 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
+from jitflow.core import dtypes as _dtypes
 
-from jitflow.graph import (GraphKeys, Operation, Tensor, convert_to_tensor, get_default_graph,
+from jitflow.core.graph import (GraphKeys, Operation, Tensor, convert_to_tensor, get_default_graph,
                            make_op, name_scope)
 from jitflow.ops.registry import register
-from jitflow.shapes import TensorShape
+from jitflow.core.shapes import TensorShape
 
 __all__ = ["is_tensor", "init_scope", "container", "colocate_with", "IndexedSlices",
            "custom_gradient", "make_template", "py_function", "tables_initializer",

@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
-from jitflow import errors
+from jitflow.core import dtypes as _dtypes
+from jitflow.core import errors
 from jitflow.compiler.plan import Plan
-from jitflow.graph import Operation, Tensor, make_op
+from jitflow.core.graph import Operation, Tensor, make_op
 from jitflow.ops.registry import register
-from jitflow.shapes import TensorShape, as_shape
+from jitflow.core.shapes import TensorShape, as_shape
 
 __all__: list = []   # machinery for control_flow.py and tensor_array.py; no public names
 
@@ -395,7 +395,7 @@ class SubPlan:
                 run_body = getattr(ex, "run_body", None)
                 out = ex(vals, store) if run_body is None else run_body(vals, store, ctx)
             else:
-                from jitflow.interpreter import run_reference_step
+                from jitflow.runtime.reference import run_reference_step
                 env = dict(zip(plan.feeds, vals))
                 for op in plan.ops:
                     run_reference_step(op, env, ctx)
@@ -430,7 +430,7 @@ register("LoopVar", infer=lambda op: [(op.attrs["dtype"], op.attrs["shape"])],
 
 
 def loop_var(dtype, shape, name: str = "Identity", owner: str = "while loop") -> Tensor:
-    from jitflow.graph import get_default_graph
+    from jitflow.core.graph import get_default_graph
     return make_op("LoopVar", [], {"dtype": dtype, "shape": as_shape(shape), "owner": owner},
                    name=name, graph=get_default_graph()).outputs[0]
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from jitflow.compiler import lower as _lower
 from jitflow.compiler.ir import (X0)
-from jitflow.graph import Tensor, convert_to_tensor, get_default_graph, make_op, name_scope
+from jitflow.core.graph import Tensor, convert_to_tensor, get_default_graph, make_op, name_scope
 from jitflow.ops._array_args import _err
 from jitflow.ops.registry import Example, register
 

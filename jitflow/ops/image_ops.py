@@ -14,8 +14,8 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
-from jitflow.graph import Tensor, convert_to_tensor, name_scope
+from jitflow.core import dtypes as _dtypes
+from jitflow.core.graph import Tensor, convert_to_tensor, name_scope
 
 __all__ = ["random_crop"]
 

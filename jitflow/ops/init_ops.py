@@ -10,12 +10,12 @@ import math
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
-from jitflow.graph import Tensor, make_op, name_scope
+from jitflow.core import dtypes as _dtypes
+from jitflow.core.graph import Tensor, make_op, name_scope
 from jitflow.ops.sources import _constant_array, constant, ones, zeros
 from jitflow.ops.random import _seed_attrs, random_normal, random_uniform, truncated_normal
 from jitflow.ops.registry import Example, register
-from jitflow.shapes import TensorShape
+from jitflow.core.shapes import TensorShape
 
 __all__ = [
     "Initializer", "zeros_initializer", "ones_initializer", "constant_initializer",

@@ -14,12 +14,12 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
-from jitflow import errors
-from jitflow.graph import Tensor, convert_to_tensor, get_default_graph, make_op
+from jitflow.core import dtypes as _dtypes
+from jitflow.core import errors
+from jitflow.core.graph import Tensor, convert_to_tensor, get_default_graph, make_op
 from jitflow.ops.data_flow import queue_state
 from jitflow.ops.registry import register
-from jitflow.shapes import TensorShape
+from jitflow.core.shapes import TensorShape
 
 __all__ = ["ReaderBase", "TextLineReader", "WholeFileReader", "FixedLengthRecordReader",
            "IdentityReader", "matching_files"]
@@ -203,7 +203,7 @@ class ReaderBase:
 
     def read_up_to(self, queue, num_records, name: Optional[str] = None) -> tuple:
         """(keys, values): up to `num_records` records."""
-        from jitflow.graph import convert_to_tensor
+        from jitflow.core.graph import convert_to_tensor
         n = convert_to_tensor(num_records, dtype=_dtypes.int64, name="num_records")
         op = make_op("ReaderReadUpToV2", [self._reader_ref, self._queue_ref(queue), n],
                      name=name or "ReaderReadUpToV2")

@@ -10,13 +10,13 @@ import numpy as np
 from jitflow.compiler.ir import (Alloc, Check, Region, Take)
 from jitflow.compiler.lower import (Pending, Unsupported, add_dims, const_dim,
                                     is_static, static_size)
-from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
+from jitflow.core.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.ops._array_args import _err, _int_list_arg, _norm_axis, _tf_shape
 from jitflow.ops.identity import identity
 from jitflow.ops.shape_ops import _ranked
 from jitflow.ops.sources import constant, zeros_like
 from jitflow.ops.registry import Example, register
-from jitflow.shapes import TensorShape
+from jitflow.core.shapes import TensorShape
 
 __all__ = ["concat", "stack", "pack", "unstack", "unpack", "split"]
 

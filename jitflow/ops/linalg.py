@@ -9,7 +9,7 @@ import numpy as np
 
 from jitflow.compiler.ir import X0, X1, Apply, Check, Load, MatMul, Reduce, S
 from jitflow.compiler.lower import Unsupported
-from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
+from jitflow.core.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.ops.math import abs as _abs
 from jitflow.ops.math import pow as _pow
 from jitflow.ops.math import (
@@ -18,7 +18,7 @@ from jitflow.ops.math import (
 )
 from jitflow.ops.reduce import _legacy, reduce_max, reduce_sum
 from jitflow.ops.registry import Example, register
-from jitflow.shapes import TensorShape, broadcast_static, shape_tf_str
+from jitflow.core.shapes import TensorShape, broadcast_static, shape_tf_str
 
 __all__ = ["matmul", "tensordot", "norm", "clip_by_norm", "clip_by_global_norm", "global_norm",
            "clip_by_average_norm"]

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
-from jitflow.graph import GraphKeys, Tensor, convert_to_tensor, get_default_graph, name_scope
+from jitflow.core import dtypes as _dtypes
+from jitflow.core.graph import GraphKeys, Tensor, convert_to_tensor, get_default_graph, name_scope
 from jitflow.ops.math import (
     abs, add_n, broadcast_like, cast, div_no_nan, equal, log, minimum, multiply, scalar_like,
     squared_difference, stop_gradient, subtract, where_v2,

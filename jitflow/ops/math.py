@@ -18,12 +18,12 @@ import math
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
+from jitflow.core import dtypes as _dtypes
 from jitflow.compiler.ir import X0, X1, Check, Load, S
 from jitflow.compiler.lower import Pending, Unsupported
-from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
+from jitflow.core.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.ops.registry import Example, register
-from jitflow.shapes import TensorShape, broadcast_static, shape_tf_str
+from jitflow.core.shapes import TensorShape, broadcast_static, shape_tf_str
 
 __all__ = [
     "cast", "add", "subtract", "multiply", "negative", "square", "unbroadcast", "binary_op",

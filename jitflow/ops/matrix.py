@@ -11,10 +11,10 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow import errors
-from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
+from jitflow.core import errors
+from jitflow.core.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.ops.registry import Example, register
-from jitflow.shapes import TensorShape
+from jitflow.core.shapes import TensorShape
 
 __all__ = ["diag", "diag_part", "trace", "matrix_diag", "matrix_diag_part", "matrix_set_diag",
            "matrix_band_part", "matrix_transpose", "matrix_inverse", "matrix_determinant",

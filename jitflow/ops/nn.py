@@ -14,11 +14,11 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
+from jitflow.core import dtypes as _dtypes
 from jitflow.compiler.ir import (X0, X1, Apply, Check, LibCall, Lit, Load, Loop, RangeCheck,
                                  RowOp, S, Value)
 from jitflow.compiler.lower import Pending, Unsupported, const_dim, is_static, static_size
-from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
+from jitflow.core.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.ops.math import (
     _FLOATS, _NUMERIC, abs, add, broadcast_reduced, cast, check_dtype, equal, exp, floor,
     greater, greater_equal, less, log1p, logical_and, maximum, minimum, multiply, rsqrt,
@@ -26,7 +26,7 @@ from jitflow.ops.math import (
 )
 from jitflow.ops.reduce import _legacy, normalize_axis, reduce_mean, reduce_sum
 from jitflow.ops.registry import Example, register
-from jitflow.shapes import TensorShape, broadcast_static, shape_tf_str
+from jitflow.core.shapes import TensorShape, broadcast_static, shape_tf_str
 
 __all__ = ["l2_loss"]
 

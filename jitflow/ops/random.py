@@ -11,11 +11,11 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
-from jitflow.graph import Tensor, convert_to_tensor, get_default_graph, make_op, name_scope
+from jitflow.core import dtypes as _dtypes
+from jitflow.core.graph import Tensor, convert_to_tensor, get_default_graph, make_op, name_scope
 from jitflow.ops._array_args import _args, _int_list_arg, _shape_of
 from jitflow.ops.registry import Example, register
-from jitflow.shapes import TensorShape
+from jitflow.core.shapes import TensorShape
 
 __all__ = ["random_normal", "random_uniform", "truncated_normal", "random_shuffle",
            "multinomial"]
@@ -35,7 +35,7 @@ def set_random_seed(seed) -> None:
 def _draw_shape(op, dyn) -> tuple:
     (shape,) = _args(op, dyn, "shape")
     if any(d < 0 for d in shape):
-        from jitflow.errors import InvalidArgumentError
+        from jitflow.core.errors import InvalidArgumentError
         raise InvalidArgumentError(None, op, f"Dimension -1 must be >= 0 in shape {list(shape)}")
     return shape
 
@@ -92,7 +92,7 @@ def _uniform_int_infer(op):
 def _uniform_int_ref(op, *args, ctx):
     dyn, lo, hi = args[:-2], args[-2], args[-1]
     if not lo < hi:
-        from jitflow.errors import InvalidArgumentError
+        from jitflow.core.errors import InvalidArgumentError
         raise InvalidArgumentError(None, op, f"Need minval < maxval: {lo} >= {hi}")
     out = ctx.rng(op).integers(int(lo), int(hi), size=_draw_shape(op, dyn))
     return _as_dtype(out, op)

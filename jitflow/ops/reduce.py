@@ -12,15 +12,15 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
+from jitflow.core import dtypes as _dtypes
 from jitflow.compiler.ir import Load, Reduce
-from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
+from jitflow.core.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.ops.math import (
     _FLOATS, _NUMERIC, broadcast_like, broadcast_reduced, cast, check_dtype, equal, exp,
     is_finite, log, not_equal, scalar_like, square, stop_gradient, where_v2,
 )
 from jitflow.ops.registry import Example, register
-from jitflow.shapes import TensorShape
+from jitflow.core.shapes import TensorShape
 
 __all__ = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_any",
            "reduce_all", "reduce_logsumexp", "argmax", "argmin", "count_nonzero", "arg_max",

@@ -13,8 +13,8 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
-from jitflow.graph import convert_to_tensor, make_op, name_scope
+from jitflow.core import dtypes as _dtypes
+from jitflow.core.graph import convert_to_tensor, make_op, name_scope
 from jitflow.ops.array import concat, expand_dims, ones_like, reshape, zeros_like
 from jitflow.ops.array import slice as slice_
 from jitflow.ops.candidate_sampling import log_uniform_candidate_sampler

@@ -7,11 +7,11 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
+from jitflow.core.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.ops._array_args import _args, _err, _int_list_arg, _shape_of, _tf_shape
 from jitflow.ops.slicing import _gather_nd_index, gather, gather_nd
 from jitflow.ops.registry import Example, register
-from jitflow.shapes import TensorShape
+from jitflow.core.shapes import TensorShape
 
 __all__ = ["scatter_nd", "unsorted_segment_sum"]
 NAMESPACES = {"math": ["unsorted_segment_sum"]}

@@ -11,10 +11,10 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
-from jitflow.graph import convert_to_tensor, get_default_graph, make_op
+from jitflow.core import dtypes as _dtypes
+from jitflow.core.graph import convert_to_tensor, get_default_graph, make_op
 from jitflow.ops.registry import register
-from jitflow.shapes import TensorShape
+from jitflow.core.shapes import TensorShape
 
 __all__ = ["py_func", "numpy_function"]
 
@@ -29,7 +29,7 @@ def _py_func_infer(op):
 def _py_func_ref(op, *args):
     func = _FUNCS.get(op.attrs["token"])
     if func is None:
-        from jitflow.errors import UnknownError
+        from jitflow.core.errors import UnknownError
         raise UnknownError(None, op, f"exceptions.KeyError: callback {op.attrs['token']} is "
                                      "not found (py_func functions live in the process that "
                                      "created them)")
@@ -41,7 +41,7 @@ def _py_func_ref(op, *args):
         out = ()
     out = tuple(out)
     if len(out) != len(touts):
-        from jitflow.errors import InvalidArgumentError
+        from jitflow.core.errors import InvalidArgumentError
         raise InvalidArgumentError(None, op, f"{op.attrs['token']} returns {len(out)} values, "
                                    f"but expects to see {len(touts)} values.")
     result = []
@@ -50,7 +50,7 @@ def _py_func_ref(op, *args):
         if d == _dtypes.string:
             arr = np.asarray(v, dtype=object)
         elif arr.dtype != d.as_numpy_dtype:
-            from jitflow.errors import InvalidArgumentError
+            from jitflow.core.errors import InvalidArgumentError
             raise InvalidArgumentError(
                 None, op, f"{op.attrs['token']} returns {arr.dtype}, but expects "
                           f"{d.name} (Tout)")

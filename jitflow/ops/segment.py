@@ -13,11 +13,11 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
-from jitflow import errors
-from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
+from jitflow.core import dtypes as _dtypes
+from jitflow.core import errors
+from jitflow.core.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.ops.registry import Example, register
-from jitflow.shapes import TensorShape
+from jitflow.core.shapes import TensorShape
 
 _SEGMENT = ["segment_sum", "segment_mean", "segment_max", "segment_min", "segment_prod",
             "unsorted_segment_max", "unsorted_segment_min", "unsorted_segment_prod",
@@ -267,7 +267,7 @@ def _special_infer(op):
             raise TypeError(f"Value passed to parameter 'x' has DataType {t.dtype.name} not in "
                             f"list of allowed values: {', '.join(_FLOAT_TYPES)}")
     if len(op.inputs) == 2:
-        from jitflow.shapes import broadcast_static
+        from jitflow.core.shapes import broadcast_static
         return [(op.inputs[1].dtype, broadcast_static(op.inputs[0].shape, op.inputs[1].shape))]
     return [(op.inputs[0].dtype, op.inputs[0].shape)]
 

@@ -7,14 +7,14 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
-from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
+from jitflow.core import dtypes as _dtypes
+from jitflow.core.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.ops._array_args import _err, _int_list_arg
 from jitflow.ops.join import stack
 from jitflow.ops.shape_ops import _check_out_type, reshape, size
 from jitflow.ops.tile_pad import _same_shape_axes_infer, broadcast_to
 from jitflow.ops.registry import Example, register
-from jitflow.shapes import TensorShape
+from jitflow.core.shapes import TensorShape
 
 __all__ = ["sequence_mask", "meshgrid", "unique", "invert_permutation", "roll"]
 NAMESPACES = {"math": ["invert_permutation"]}

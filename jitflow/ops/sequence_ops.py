@@ -11,8 +11,8 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow import errors
-from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
+from jitflow.core import errors
+from jitflow.core.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.ops.registry import Example, register
 
 __all__ = ["reverse_sequence"]

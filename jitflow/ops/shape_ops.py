@@ -7,15 +7,15 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
+from jitflow.core import dtypes as _dtypes
 from jitflow.compiler import lower as _lower
 from jitflow.compiler.ir import (Check, CopyVar, DimValue,
                                  Lit, Load, View)
 from jitflow.compiler.lower import (Pending, ShapeInfo, Unsupported, is_static, static_size)
-from jitflow.graph import Tensor, convert_to_tensor, make_op
+from jitflow.core.graph import Tensor, convert_to_tensor, make_op
 from jitflow.ops._array_args import _args, _err, _int_list_arg, _partial_shape, _tf_shape
 from jitflow.ops.registry import Example, register
-from jitflow.shapes import TensorShape
+from jitflow.core.shapes import TensorShape
 
 __all__ = ["shape", "shape_n", "size", "rank", "reshape", "transpose", "expand_dims", "squeeze"]
 

@@ -8,17 +8,17 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
+from jitflow.core import dtypes as _dtypes
 from jitflow.compiler.ir import (Alloc, Check, Lit, Region, Take, Value)
 from jitflow.compiler.lower import (Pending, Unsupported, const_dim,
                                     is_static, static_size)
-from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
+from jitflow.core.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.ops._array_args import _args, _const, _err, _int_list_arg, _tf_shape
 from jitflow.ops.join import stack
 from jitflow.ops.shape_ops import _ranked, shape
 from jitflow.ops.sources import constant
 from jitflow.ops.registry import Example, register
-from jitflow.shapes import TensorShape
+from jitflow.core.shapes import TensorShape
 
 __all__ = ["slice", "strided_slice", "gather", "gather_nd", "boolean_mask", "newaxis"]
 

@@ -8,16 +8,16 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
+from jitflow.core import dtypes as _dtypes
 from jitflow.compiler import lower as _lower
 from jitflow.compiler.ir import (X0, X1, X2, X3, Apply, Const, Index, Lit, Load, S)
 from jitflow.compiler.lower import Pending, Unsupported, const_dim
-from jitflow.graph import Tensor, convert_to_tensor, get_default_graph, make_op, name_scope
+from jitflow.core.graph import Tensor, convert_to_tensor, get_default_graph, make_op, name_scope
 from jitflow.ops._array_args import (get_static_value, _args, _const, _err, _int_list_arg,
                                      _shape_of, _tf_shape)
 from jitflow.ops.shape_ops import shape
 from jitflow.ops.registry import Example, register
-from jitflow.shapes import TensorShape, as_shape, shape_tf_str
+from jitflow.core.shapes import TensorShape, as_shape, shape_tf_str
 
 __all__ = ["get_static_value", "constant", "placeholder", "placeholder_with_default", "zeros",
            "ones", "zeros_like", "ones_like", "fill", "range", "linspace", "lin_space", "one_hot",
@@ -55,7 +55,7 @@ def _constant_array(value, dtype, shape, verify_shape: bool) -> np.ndarray:
                             f"'{type(value).__name__}' instead.")
         arr = np.asarray(src, dtype=dtype.as_numpy_dtype)
     else:
-        from jitflow.graph import _infer_numpy
+        from jitflow.core.graph import _infer_numpy
         arr = _infer_numpy(value)
         dtype = _dtypes.as_dtype(arr.dtype)
     if shape is not None:
@@ -96,7 +96,7 @@ def constant(value, dtype=None, shape=None, name: str = "Const",
 
 # -- Placeholder ---------------------------------------------------------------------------
 def _no_feed(op, ctx=None):
-    from jitflow.errors import InvalidArgumentError
+    from jitflow.core.errors import InvalidArgumentError
     shape = op.attrs["shape"]
     where = "" if shape.ndims is None else f" and shape {shape_tf_str(shape)}"
     raise InvalidArgumentError(

@@ -12,11 +12,11 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
-from jitflow import errors
-from jitflow.graph import Tensor, convert_to_tensor, get_default_graph, make_op, name_scope
+from jitflow.core import dtypes as _dtypes
+from jitflow.core import errors
+from jitflow.core.graph import Tensor, convert_to_tensor, get_default_graph, make_op, name_scope
 from jitflow.ops.registry import register
-from jitflow.shapes import TensorShape, as_shape
+from jitflow.core.shapes import TensorShape, as_shape
 
 __all__ = ["SparseTensor", "SparseTensorValue", "sparse_tensor_to_dense", "sparse_to_dense",
            "sparse_placeholder"]
@@ -77,7 +77,7 @@ class SparseTensor:
         return self.shape
 
     def eval(self, feed_dict=None, session=None):
-        from jitflow.graph import session_for
+        from jitflow.core.graph import session_for
         return session_for(session, self.graph, "evaluate tensor").run(self, feed_dict)
 
     # the session maps a fetched SparseTensor to its parts and builds a SparseTensorValue

@@ -10,14 +10,14 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
-from jitflow.graph import (GraphKeys, Operation, Tensor, convert_to_tensor, get_default_graph,
+from jitflow.core import dtypes as _dtypes
+from jitflow.core.graph import (GraphKeys, Operation, Tensor, convert_to_tensor, get_default_graph,
                            session_for,
                            make_op, name_scope)
 from jitflow.compiler import lower as _lower
 from jitflow.ops.array import group, identity
 from jitflow.ops.registry import register
-from jitflow.shapes import TensorShape, as_shape
+from jitflow.core.shapes import TensorShape, as_shape
 
 __all__ = [
     "Variable", "global_variables", "trainable_variables", "local_variables",
@@ -53,7 +53,7 @@ def _assign_infer(op):
 
 
 def _check_assign_shape(op, var_op, value):
-    from jitflow.errors import InvalidArgumentError
+    from jitflow.core.errors import InvalidArgumentError
     want = var_op.attrs["shape"]
     if op.attrs.get("validate_shape", True) and not want.is_compatible_with(np.shape(value)):
         raise InvalidArgumentError(
@@ -70,7 +70,7 @@ def _assign_ref(op, var_op, value, ctx):
 def _check_update_shape(op, old, value):
     if np.shape(value) != np.shape(old) and np.broadcast_shapes(np.shape(old),
                                                                  np.shape(value)) != np.shape(old):
-        from jitflow.errors import InvalidArgumentError
+        from jitflow.core.errors import InvalidArgumentError
         raise InvalidArgumentError(
             None, op, f"Cannot update variable with shape {list(np.shape(old))} using a Tensor "
                       f"with shape {list(np.shape(value))}, shapes must be equal. "
@@ -124,7 +124,7 @@ def _scatter_infer(op):
 
 def _scatter_ref(kind):
     def ref(op, var_op, indices, updates, ctx):
-        from jitflow.errors import InvalidArgumentError
+        from jitflow.core.errors import InvalidArgumentError
         out = np.array(ctx.read_var(var_op), copy=True)
         indices = np.asarray(indices)
         bad = (indices < 0) | (indices >= out.shape[0])
@@ -412,7 +412,7 @@ def _ss_assign_infer(op):
 
 
 def _ss_assign_ref(op, var_op, value, *dyn, ctx):
-    from jitflow.errors import InvalidArgumentError
+    from jitflow.core.errors import InvalidArgumentError
     from jitflow.ops.slicing import _ss_index
     out = np.array(ctx.read_var(var_op), copy=True)
     idx = _ss_index(op, out.ndim, dyn)

@@ -11,12 +11,12 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
-from jitflow import errors
-from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
+from jitflow.core import dtypes as _dtypes
+from jitflow.core import errors
+from jitflow.core.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.ops.reduce import _legacy
 from jitflow.ops.registry import register
-from jitflow.shapes import TensorShape, broadcast_static
+from jitflow.core.shapes import TensorShape, broadcast_static
 
 __all__ = ["as_string", "string_join", "string_split", "decode_csv", "string_to_number",
            "reduce_join", "regex_replace", "substr", "string_strip", "decode_raw",

@@ -10,14 +10,14 @@ import numpy as np
 from jitflow.compiler.ir import (Alloc, Lit, Region, Take)
 from jitflow.compiler.lower import (Pending, Unsupported, add_dims, const_dim,
                                     is_static, static_size)
-from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
+from jitflow.core.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.ops._array_args import (_args, _err, _int_list_arg, _norm_axis, _shape_of, _tf_shape,
                                      get_static_value)
 from jitflow.ops.join import _sup_unary
 from jitflow.ops.shape_ops import _ranked, shape
 from jitflow.ops.sources import _unbroadcast, zeros
 from jitflow.ops.registry import Example, register
-from jitflow.shapes import TensorShape
+from jitflow.core.shapes import TensorShape
 
 __all__ = ["tile", "pad", "reverse", "reverse_v2", "broadcast_to"]
 
@@ -347,7 +347,7 @@ def _broadcast_to_infer(op):
     target = _shape_of(op, "shape", 1)
     if target.ndims is None or x.shape.ndims is None:
         return [(x.dtype, target)]
-    from jitflow.shapes import broadcast_static
+    from jitflow.core.shapes import broadcast_static
     try:
         out = broadcast_static(x.shape, target)
     except ValueError:

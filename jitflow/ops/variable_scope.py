@@ -11,11 +11,11 @@ import enum
 from contextlib import ExitStack
 from typing import Callable, Optional
 
-from jitflow import dtypes as _dtypes
-from jitflow.graph import GraphKeys, _graph_of, convert_to_tensor, get_default_graph, name_scope
+from jitflow.core import dtypes as _dtypes
+from jitflow.core.graph import GraphKeys, _graph_of, convert_to_tensor, get_default_graph, name_scope
 from jitflow.ops.init_ops import _as_initializer, glorot_uniform_initializer, zeros_initializer
 from jitflow.ops.state import Variable
-from jitflow.shapes import TensorShape, as_shape
+from jitflow.core.shapes import TensorShape, as_shape
 
 __all__ = ["AUTO_REUSE", "VariableScope", "variable_scope", "get_variable",
            "get_variable_scope", "get_local_variable", "variable_op_scope"]

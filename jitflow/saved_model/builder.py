@@ -54,7 +54,7 @@ class SavedModelBuilder:
         if self._has_saved_variables:
             raise AssertionError("Graph state including variables and assets has already been "
                                  "saved. Please invoke `add_meta_graph()` instead.")
-        from jitflow.graph import GraphKeys
+        from jitflow.core.graph import GraphKeys
         from jitflow.train.saver import Saver
         graph = sess.graph
         variables_dir = os.path.join(self._export_dir, VARIABLES_DIRECTORY)
@@ -75,7 +75,7 @@ class SavedModelBuilder:
             raise AssertionError("Graph state including variables and assets has not been "
                                  "saved yet. Please invoke `add_meta_graph_and_variables()` "
                                  "first.")
-        from jitflow.graph import get_default_graph
+        from jitflow.core.graph import get_default_graph
         self._meta_graph(get_default_graph(), tags, signature_def_map,
                          main_op or legacy_init_op)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from jitflow import errors
+from jitflow.core import errors
 
 __all__ = ["load", "maybe_saved_model_directory", "read_saved_model"]
 

@@ -1,7 +1,7 @@
 """`tf.saved_model.utils`: TensorInfo messages for a signature's tensors."""
 from __future__ import annotations
 
-from jitflow.graph import Tensor, get_default_graph
+from jitflow.core.graph import Tensor, get_default_graph
 
 __all__ = ["build_tensor_info", "get_tensor_from_tensor_info"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Optional, Union
 
-from jitflow.graph import Graph
+from jitflow.core.graph import Graph
 from jitflow.serialize.json_graph import (_split_input, decode_attr, encode_attr,  # noqa: F401
                                           variable_from_ops)
 

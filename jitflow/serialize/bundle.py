@@ -20,7 +20,7 @@ from typing import Iterable
 
 import numpy as np
 
-from jitflow import errors
+from jitflow.core import errors
 from jitflow.serialize import crc32c
 from jitflow.serialize.table import TableBuilder, read_table
 from jitflow.serialize.tensor_util import (dtype_to_enum, enum_to_dtype, enum_to_numpy,

@@ -19,9 +19,9 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
-from jitflow import errors
-from jitflow.graph import Graph, Operation, Tensor, get_default_graph
+from jitflow.core import dtypes as _dtypes
+from jitflow.core import errors
+from jitflow.core.graph import Graph, Operation, Tensor, get_default_graph
 from jitflow.serialize import tf_ops
 from jitflow.serialize.tensor_util import (dtype_to_enum, enum_to_dtype, shape_from_proto,
                                            shape_proto)

@@ -27,9 +27,9 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
-from jitflow.graph import Graph, GraphKeys, Operation, Tensor, get_default_graph
-from jitflow.shapes import TensorShape
+from jitflow.core import dtypes as _dtypes
+from jitflow.core.graph import Graph, GraphKeys, Operation, Tensor, get_default_graph
+from jitflow.core.shapes import TensorShape
 
 __all__ = [
     "GRAPH_DEF_VERSION", "META_GRAPH_VERSION", "as_graph_def", "import_graph_def",

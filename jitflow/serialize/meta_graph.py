@@ -17,7 +17,7 @@ import os
 import warnings
 from typing import Optional
 
-from jitflow.graph import Graph, Operation, Tensor, get_default_graph
+from jitflow.core.graph import Graph, Operation, Tensor, get_default_graph
 
 __all__ = ["export_meta_graph", "import_meta_graph", "read_meta_graph_file",
            "VARIABLE_COLLECTIONS"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import struct
 from typing import Iterator
 
-from jitflow import errors
+from jitflow.core import errors
 from jitflow.serialize import crc32c
 
 __all__ = ["TableBuilder", "read_table", "TABLE_MAGIC"]

@@ -11,9 +11,9 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
-from jitflow import errors
-from jitflow.shapes import TensorShape
+from jitflow.core import dtypes as _dtypes
+from jitflow.core import errors
+from jitflow.core.shapes import TensorShape
 
 __all__ = ["DT", "dtype_to_enum", "enum_to_dtype", "enum_to_numpy", "make_tensor_proto",
            "make_ndarray", "shape_proto", "shape_from_proto"]
@@ -111,7 +111,7 @@ def make_tensor_proto(values, dtype=None, shape=None, verify_shape: bool = False
     else:
         arr = np.asarray(values, dtype=None if dtype is None else dtype.as_numpy_dtype)
         if dtype is None:
-            from jitflow.graph import _infer_numpy
+            from jitflow.core.graph import _infer_numpy
             arr = _infer_numpy(values) if not isinstance(values, np.ndarray) else arr
         dt = _dtypes.as_dtype(arr.dtype)
         flat = None

@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
+from jitflow.core import dtypes as _dtypes
 
 EXPORTERS: dict = {}
 IMPORTERS: dict = {}

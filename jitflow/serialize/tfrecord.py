@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 from typing import Iterator, Optional
 
-from jitflow import errors
+from jitflow.core import errors
 from jitflow.serialize import crc32c
 
 __all__ = ["encode_record", "read_records", "TFRecordWriter", "tf_record_iterator"]

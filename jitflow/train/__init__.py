@@ -36,7 +36,7 @@ from jitflow.train.saver import (CheckpointReader, CheckpointState, NewCheckpoin
                                  checkpoint_exists, get_checkpoint_state, latest_checkpoint,
                                  list_variables, load_checkpoint, load_variable,
                                  update_checkpoint_state)
-from jitflow.summary import summary_iterator
+from jitflow.lib.summary import summary_iterator
 from jitflow.train.training_util import (assert_global_step, create_global_step,
                                          get_global_step, get_or_create_global_step,
                                          global_step)

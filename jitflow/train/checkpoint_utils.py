@@ -1,7 +1,7 @@
 """`tf.train.init_from_checkpoint`: make variables' initializers load values from a checkpoint."""
 from __future__ import annotations
 
-from jitflow.graph import GraphKeys, get_default_graph
+from jitflow.core.graph import GraphKeys, get_default_graph
 
 __all__ = ["init_from_checkpoint"]
 

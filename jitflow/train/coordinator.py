@@ -15,7 +15,7 @@ class Coordinator:
 
     def __init__(self, clean_stop_exception_types=None) -> None:
         if clean_stop_exception_types is None:
-            from jitflow.errors import OutOfRangeError
+            from jitflow.core.errors import OutOfRangeError
             clean_stop_exception_types = (OutOfRangeError,)
         self._clean_stop_exception_types = tuple(clean_stop_exception_types)
         self._lock = threading.Lock()

@@ -13,10 +13,10 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
-from jitflow.graph import GraphKeys, Tensor, convert_to_tensor, name_scope
+from jitflow.core import dtypes as _dtypes
+from jitflow.core.graph import GraphKeys, Tensor, convert_to_tensor, name_scope
 from jitflow.ops.data_flow import FIFOQueue, PaddingFIFOQueue, RandomShuffleQueue, count_up_to
-from jitflow.shapes import TensorShape, as_shape
+from jitflow.core.shapes import TensorShape, as_shape
 from jitflow.train.queue_runner import QueueRunner, add_queue_runner
 
 __all__ = ["limit_epochs", "input_producer", "string_input_producer", "range_input_producer",
@@ -33,7 +33,7 @@ def limit_epochs(tensor, num_epochs: Optional[int] = None, name: Optional[str] =
         raise ValueError(f"num_epochs must be > 0 not {num_epochs}.")
     from jitflow.ops.array import identity
     from jitflow.ops.state import Variable
-    from jitflow.graph import control_dependencies
+    from jitflow.core.graph import control_dependencies
     with name_scope(name, "limit_epochs", [tensor]) as scope:
         epochs = Variable(np.int64(0), name="epochs", trainable=False,
                           collections=[GraphKeys.LOCAL_VARIABLES])
@@ -45,7 +45,7 @@ def limit_epochs(tensor, num_epochs: Optional[int] = None, name: Optional[str] =
 def _fraction_full(q, capacity: int, summary_name: Optional[str]) -> None:
     if summary_name is None:
         return
-    from jitflow import summary
+    from jitflow.lib import summary
     from jitflow.ops.math import cast
     summary.scalar(summary_name, cast(q.size(), _dtypes.float32) * (1.0 / capacity))
 
@@ -185,7 +185,7 @@ def _batch_common(lists: list, tensors, batch_size, capacity: int, enqueue_many:
             enq = q.enqueue_many(tl) if enqueue_many else q.enqueue(tl)
             ops.extend([enq] * threads_per_list)
         add_queue_runner(QueueRunner(q, ops))
-        from jitflow import summary
+        from jitflow.lib import summary
         from jitflow.ops.math import cast
         if shuffle is not None:
             full = cast(q.size() - shuffle[0], _dtypes.float32)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from jitflow.graph import Tensor, convert_to_tensor, name_scope
+from jitflow.core.graph import Tensor, convert_to_tensor, name_scope
 
 __all__ = ["exponential_decay", "inverse_time_decay", "natural_exp_decay", "polynomial_decay",
            "piecewise_constant", "cosine_decay", "piecewise_constant_decay",

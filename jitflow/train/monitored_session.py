@@ -12,7 +12,7 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow.graph import get_default_graph
+from jitflow.core.graph import get_default_graph
 
 __all__ = [
     "SessionRunHook", "SessionRunArgs", "SessionRunContext", "SessionRunValues", "Scaffold",
@@ -356,7 +356,7 @@ class ChiefSessionCreator:
         self._checkpoint_path = checkpoint_filename_with_path
 
     def create_session(self):
-        from jitflow.session import Session
+        from jitflow.core.session import Session
         from jitflow.train.saver import latest_checkpoint
         self._scaffold.finalize()
         sess = Session(config=self._config)
@@ -445,7 +445,7 @@ class MonitoredSession:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
-        from jitflow.errors import OutOfRangeError
+        from jitflow.core.errors import OutOfRangeError
         if exc_type is None or issubclass(exc_type, OutOfRangeError):
             self.close()
         else:

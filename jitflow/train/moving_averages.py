@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from jitflow.graph import GraphKeys, convert_to_tensor, name_scope
+from jitflow.core.graph import GraphKeys, convert_to_tensor, name_scope
 
 __all__ = ["ExponentialMovingAverage"]
 
@@ -40,7 +40,7 @@ class ExponentialMovingAverage:
         from jitflow.ops.array import group
         from jitflow.ops.state import Variable, assign_sub
         if var_list is None:
-            from jitflow.graph import get_default_graph
+            from jitflow.core.graph import get_default_graph
             var_list = get_default_graph().get_collection(GraphKeys.TRAINABLE_VARIABLES)
         var_list = list(var_list)
         for v in var_list:
@@ -87,7 +87,7 @@ class ExponentialMovingAverage:
     def variables_to_restore(self, moving_avg_variables=None) -> dict:
         """{checkpoint name: variable} mapping averaged variables to their shadows' names, so
         restoring loads the averages into the model's variables."""
-        from jitflow.graph import get_default_graph
+        from jitflow.core.graph import get_default_graph
         graph = get_default_graph()
         if moving_avg_variables is None:
             moving_avg_variables = graph.get_collection(GraphKeys.MOVING_AVERAGE_VARIABLES) + \

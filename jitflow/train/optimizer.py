@@ -11,7 +11,7 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow.graph import (GraphKeys, Operation, Tensor, control_dependencies, convert_to_tensor,
+from jitflow.core.graph import (GraphKeys, Operation, Tensor, control_dependencies, convert_to_tensor,
                            get_default_graph, name_scope)
 
 __all__ = ["Optimizer", "applied_gradients"]
@@ -82,7 +82,7 @@ class Optimizer:
                           aggregation_method=None, colocate_gradients_with_ops: bool = False,
                           grad_loss=None) -> list:
         """A list of (gradient or None, variable) pairs for `loss`."""
-        from jitflow.gradients import gradients
+        from jitflow.core.gradients import gradients
         if callable(loss) and not isinstance(loss, Tensor):
             raise NotImplementedError("A callable loss is supported only in eager mode, which "
                                       "jitflow does not have.")
@@ -208,9 +208,9 @@ class Optimizer:
         named = self._slot_dict(slot_name)
         key = _var_key(var)
         if key not in named:
-            from jitflow.dtypes import as_dtype
+            from jitflow.core.dtypes import as_dtype
             from jitflow.ops.state import Variable
-            from jitflow.shapes import as_shape
+            from jitflow.core.shapes import as_shape
             graph = var.graph
             dims = as_shape(shape).as_list()
             with graph.as_default(), graph.name_scope(""), graph.control_dependencies(None):

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import threading
 
-from jitflow import errors
-from jitflow.graph import GraphKeys, get_default_graph
+from jitflow.core import errors
+from jitflow.core.graph import GraphKeys, get_default_graph
 
 __all__ = ["QueueRunner", "add_queue_runner", "start_queue_runners"]
 
@@ -119,7 +119,7 @@ def add_queue_runner(qr: QueueRunner, collection: str = GraphKeys.QUEUE_RUNNERS)
 def start_queue_runners(sess=None, coord=None, daemon: bool = True, start: bool = True,
                         collection: str = GraphKeys.QUEUE_RUNNERS) -> list:
     """Start the threads of every queue runner of the graph; returns them."""
-    from jitflow.session import get_default_session
+    from jitflow.core.session import get_default_session
     if sess is None:
         sess = get_default_session()
         if sess is None:

@@ -37,8 +37,8 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow import errors
-from jitflow.graph import GraphKeys, Tensor, get_default_graph
+from jitflow.core import errors
+from jitflow.core.graph import GraphKeys, Tensor, get_default_graph
 
 __all__ = ["Saver", "CheckpointState", "latest_checkpoint", "get_checkpoint_state",
            "checkpoint_exists", "update_checkpoint_state", "list_variables", "load_variable",
@@ -361,7 +361,7 @@ class CheckpointReader:
         return {n: list(e["shape"]) for n, e in self._index["tensors"].items()}
 
     def get_variable_to_dtype_map(self) -> dict:
-        from jitflow.dtypes import as_dtype
+        from jitflow.core.dtypes import as_dtype
         if self._bundle is not None:
             return {n: self._bundle.dtype(n) for n in self._bundle.entries}
         return {n: as_dtype(e["dtype"]) for n, e in self._index["tensors"].items()}

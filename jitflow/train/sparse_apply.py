@@ -17,8 +17,8 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow import errors
-from jitflow.graph import Tensor, make_op
+from jitflow.core import errors
+from jitflow.core.graph import Tensor, make_op
 from jitflow.ops.registry import register
 
 __all__ = ["sparse_gradient", "apply_sparse_gradient_descent"]

@@ -5,7 +5,7 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow.graph import GraphKeys, Tensor, get_default_graph
+from jitflow.core.graph import GraphKeys, Tensor, get_default_graph
 
 __all__ = ["global_step", "get_global_step", "create_global_step", "get_or_create_global_step",
            "assert_global_step"]

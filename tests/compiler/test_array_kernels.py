@@ -11,8 +11,8 @@ import pytest
 
 import jitflow as tf
 from helpers import assert_same_result
-from jitflow import errors
-from jitflow.compiler.cpu import Executable, _Segment
+from jitflow.core import errors
+from jitflow.backends.numba_cpu.driver import Executable, _Segment
 
 
 def rand(*shape, seed=0, dtype=np.float32):

@@ -14,8 +14,9 @@ import pytest
 
 import jitflow as tf
 from helpers import assert_same_result
-from jitflow.compiler import background, partition
-from jitflow.compiler.cpu import Executable, _Compiled, _Segment
+from jitflow.backends.numba_cpu import background
+from jitflow.compiler import partition
+from jitflow.backends.numba_cpu.driver import Executable, _Compiled, _Segment
 
 
 class _Op:
@@ -339,7 +340,7 @@ def test_background_mode_has_a_helper_process_compile_into_the_disk_cache(tmp_pa
                                                                           monkeypatch):
     monkeypatch.setenv("JITFLOW_COMPILE", "background")
     monkeypatch.setenv("JITFLOW_CACHE_DIR", str(tmp_path))
-    from jitflow.compiler.cpu import STATS
+    from jitflow.backends.numba_cpu.driver import STATS
     x = tf.placeholder(tf.float32, [None, 2])
     y = tf.reduce_max(tf.tanh(x * 0.61) + 0.17, axis=1)   # new to this cache directory
     feed = {x: np.arange(6, dtype=np.float32).reshape(3, 2)}

@@ -8,7 +8,7 @@ import pytest
 
 import jitflow as tf
 from helpers import assert_same_result
-from jitflow import errors
+from jitflow.core import errors
 from jitflow.compiler import partition
 
 

@@ -10,8 +10,8 @@ import pytest
 
 import jitflow as tf
 from helpers import assert_same_result
-from jitflow.compiler import codegen, cpu
-from jitflow.compiler.cache import STATS
+from jitflow.backends.numba_cpu import emit as codegen, driver as cpu
+from jitflow.backends.numba_cpu.cache import STATS
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import jitflow as tf
-from jitflow import errors
+from jitflow.core import errors
 
 _OPS = {"floordiv": lambda a, b: a // b, "floormod": tf.floormod,
         "truncatediv": tf.truncatediv, "truncatemod": tf.truncatemod}

@@ -110,7 +110,7 @@ def test_reductions_and_broadcasts_of_unknown_rank_compile():
 
 
 def test_runtime_shapes_follow_the_ops_own_shape_rules():
-    from jitflow.compiler import runtime_shapes as rs
+    from jitflow.core import fold as rs
     x = tf.placeholder(tf.float32, [None, 6, 6, 2])
     f = tf.Variable(np.ones((3, 3, 2, 5), np.float32))
     h = tf.nn.avg_pool(tf.nn.conv2d(x, f, 2, "SAME"), 2, 1, "VALID")

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import jitflow as tf
-from jitflow.compiler import cpu, partition
+from jitflow.backends.numba_cpu import driver as cpu
+from jitflow.compiler import partition
 from helpers import assert_same_result, conv_direct_sums
 
 RNG = np.random.default_rng(11)

@@ -297,7 +297,7 @@ LAST: dict = {}   # what the last `check` saw: the reference's outcome, fallback
 def check(prog: Program, tf_module=None) -> Optional[str]:
     """None if every backend agrees on `prog`, else a description of the disagreement."""
     import jitflow
-    from jitflow.compiler.cache import STATS
+    from jitflow.backends.numba_cpu.cache import STATS
     fb0 = STATS.get("reference_fallbacks", 0)
     from jitflow.backends.numba_cpu import tier1 as _t1
     t0 = (STATS.get("tier1_builds", 0), STATS.get("tier1_unsupported", 0))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import jitflow as tf
-from jitflow import errors
+from jitflow.core import errors
 
 
 def test_partition_and_stitch_with_gradients(backend):

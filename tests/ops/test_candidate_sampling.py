@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import jitflow as tf
-from jitflow import errors
+from jitflow.core import errors
 from jitflow.ops.candidate_sampling import _LogUniform, expected_count
 
 LABELS = np.array([[1], [5], [5]], np.int64)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import jitflow as tf
-from jitflow import errors
+from jitflow.core import errors
 
 RNG = np.random.default_rng(0)
 V = RNG.standard_normal((2, 3, 3, 4)).astype(np.float32)

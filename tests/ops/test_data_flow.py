@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import jitflow as tf
-from jitflow import errors
+from jitflow.core import errors
 
 
 def test_fifo_queue_basics(backend):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import jitflow as tf
-from jitflow import errors
+from jitflow.core import errors
 
 
 @pytest.mark.parametrize("fn", [tf.add, tf.subtract, tf.multiply, tf.maximum, tf.minimum, tf.pow,

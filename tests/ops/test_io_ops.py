@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import jitflow as tf
-from jitflow import errors
+from jitflow.core import errors
 
 
 def _files(tmp_path):

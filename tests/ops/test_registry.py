@@ -9,7 +9,7 @@ import pytest
 import jitflow as tf
 from helpers import assert_same_result, build_example, example_inputs, registry_params
 from jitflow.ops.registry import all_op_defs
-from jitflow.session import _BACKENDS
+from jitflow.core.session import _BACKENDS
 
 EXAMPLES = [(d.type, i, ex) for d in all_op_defs() for i, ex in enumerate(d.examples)]
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import jitflow as tf
-from jitflow import errors
+from jitflow.core import errors
 
 D = np.array([[1.0, 2], [3, 4], [5, 6], [7, 8]], np.float32)
 IDS = np.array([0, 0, 1, 3], np.int32)

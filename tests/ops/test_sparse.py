@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import jitflow as tf
-from jitflow import errors
+from jitflow.core import errors
 
 
 def test_fetch_and_feed_sparse_tensor(backend):

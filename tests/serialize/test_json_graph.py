@@ -11,7 +11,7 @@ import pytest
 import jitflow as tf
 from jitflow import serialize
 from jitflow.ops.registry import all_op_defs
-from jitflow.shapes import TensorShape
+from jitflow.core.shapes import TensorShape
 
 
 def _attrs_equal(a, b) -> bool:

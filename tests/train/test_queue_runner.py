@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import jitflow as tf
-from jitflow import errors
+from jitflow.core import errors
 
 
 def test_request_stop_then_join_ends_blocked_enqueues():

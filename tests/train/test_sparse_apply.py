@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import jitflow as tf
-from jitflow import errors
+from jitflow.core import errors
 from jitflow.train import sparse_apply
 
 ROWS, DIM = 70000, 2   # above SPARSE_MIN_ELEMENTS

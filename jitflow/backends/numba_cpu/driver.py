@@ -39,7 +39,7 @@ from jitflow.backends.numba_cpu import cache as _cache
 from jitflow.backends.numba_cpu.emit import ERROR_PREFIX, LIBRARY, generate_function
 from jitflow.compiler import ir as _ir
 from jitflow.compiler import lower as _lower
-from jitflow import fold as _rs
+from jitflow.core import fold as _rs
 from jitflow.compiler import partition as _partition
 from jitflow.compiler.plan import Plan
 
@@ -469,7 +469,7 @@ def _call_tier1(c: _Compiled, ins: list, vars_: list, seg: _Segment):
 
 def _run_steps(ops, env, ctx) -> None:
     """Run `ops` through their references."""
-    from jitflow.interpreter import run_reference_step
+    from jitflow.runtime.reference import run_reference_step
     for op in ops:
         run_reference_step(op, env, ctx)
 
@@ -944,7 +944,7 @@ class Executable:
 
     def _run_interpreter(self, feed_values, store):
         if self._interp is None:
-            from jitflow.interpreter import Interpreter
+            from jitflow.backends.interpreter import Interpreter
             self._interp = Interpreter().compile(self.plan)
         out = self._interp(feed_values, store)
         held = {id(a) for a in store.values.values()}
@@ -997,7 +997,7 @@ class Executable:
 
     def _run_post(self, feed_values, seg, outs, store) -> dict:
         """Run the deferred host ops (summaries, string formatting) on the kernel's results."""
-        from jitflow.interpreter import RunContext, run_reference_step
+        from jitflow.runtime.reference import RunContext, run_reference_step
         env = dict(zip(self.plan.feeds, feed_values))
         for op, v in zip(self.pre, feed_values[len(self.plan.feeds):]):
             env[op.outputs[0]] = v
@@ -1010,7 +1010,7 @@ class Executable:
 
     def _draw_with_feeds(self, feed_values, store) -> list:
         """Values of the hoisted random ops, drawn with the store's RNGs."""
-        from jitflow.interpreter import RunContext, run_op_reference
+        from jitflow.runtime.reference import RunContext, run_op_reference
         ctx = RunContext(store)
         env = dict(zip(self.plan.feeds, feed_values))
         vals = []
@@ -1109,7 +1109,7 @@ class Executable:
             raise _UseReferences() from None
 
     def _run_driver(self, feed_values, store):
-        from jitflow.interpreter import RunContext, run_reference_step
+        from jitflow.runtime.reference import RunContext, run_reference_step
         t0 = time.perf_counter() if self.debug >= 2 else 0.0
         plan = self.plan
         env = dict(zip(plan.feeds, feed_values))
@@ -1292,7 +1292,7 @@ class Executable:
                     with np.errstate(all="ignore"):
                         res = _run_op_reference(op, a, ctx)
             except (ValueError, IndexError, TypeError, ZeroDivisionError, OverflowError) as e:
-                from jitflow import errors
+                from jitflow.core import errors
                 raise errors.InvalidArgumentError(
                     None, op, f"{e}\n\t [[node {op.name} ({op.type})]]") from e
             for j, v in zip(outs, res):
@@ -1842,7 +1842,7 @@ _TRUSTED_HOST = frozenset({"TensorArrayReadV3", "TensorArrayWriteV3", "TensorArr
 def _run_op_reference(op, args, ctx):
     """The interpreter's run_op_reference (imported on first use: no import cycle)."""
     global _run_op_reference
-    from jitflow.interpreter import run_op_reference
+    from jitflow.runtime.reference import run_op_reference
     _run_op_reference = run_op_reference
     return run_op_reference(op, args, ctx)
 

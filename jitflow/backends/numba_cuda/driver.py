@@ -209,7 +209,7 @@ class CudaExecutable(_cpu.Executable):
         return self._run_interpreter(feed_values, store)
 
     def _run(self, feed_values, store):
-        from jitflow.interpreter import RunContext, run_reference_step
+        from jitflow.runtime.reference import RunContext, run_reference_step
         rt = self.backend.rt
         t0 = time.perf_counter() if self.debug >= 2 else 0.0
         plan = self.plan
@@ -279,7 +279,7 @@ class CudaExecutable(_cpu.Executable):
         return d
 
     def _run_segment(self, seg, env, dev, store, ctx) -> None:
-        from jitflow.interpreter import run_reference_step
+        from jitflow.runtime.reference import run_reference_step
         rt = self.backend.rt
         ins = []
         for t in seg.in_tensors:

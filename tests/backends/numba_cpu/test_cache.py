@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import jitflow as tf
-from jitflow.compiler import cache
-from jitflow.compiler.cpu import STATS
+from jitflow.backends.numba_cpu import cache
+from jitflow.backends.numba_cpu.driver import STATS
 
 
 def _graph(k: float = 1.5):
@@ -69,7 +69,7 @@ def test_disk_cache_is_reused_by_a_new_process(tmp_path):
     script = textwrap.dedent("""
         import numpy as np
         import jitflow as tf
-        from jitflow.compiler.cpu import STATS
+        from jitflow.backends.numba_cpu.driver import STATS
         x = tf.placeholder(tf.float32, [None], name="x")
         y = tf.reduce_mean(tf.square(x * 0.75 - 2.0))
         with tf.Session() as sess:

@@ -6,7 +6,7 @@ import re
 import numpy as np
 
 import jitflow as tf
-from jitflow.compiler.cpu import export_source
+from jitflow.backends.numba_cpu.driver import export_source
 
 
 def _chain():

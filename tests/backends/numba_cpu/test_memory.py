@@ -6,7 +6,7 @@ import sys
 import pytest
 
 PROBE = ("import jitflow as tf; tf.Session(backend='numba');"
-         "from jitflow.compiler import memory; print(memory.tune_allocator())")
+         "from jitflow.backends.numba_cpu import memory; print(memory.tune_allocator())")
 
 
 def _probe(**env) -> str:

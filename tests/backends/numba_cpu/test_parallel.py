@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import jitflow as tf
-from jitflow.compiler import cpu
+from jitflow.backends.numba_cpu import driver as cpu
 from helpers import assert_same_result
 
 RNG = np.random.default_rng(21)

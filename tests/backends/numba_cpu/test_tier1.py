@@ -14,7 +14,7 @@ import pytest
 
 import jitflow as tf
 from helpers import assert_same_result, build_example, example_inputs, registry_params
-from jitflow import errors
+from jitflow.core import errors
 from jitflow.backends.numba_cpu import background, driver, tier1
 from jitflow.ops.registry import all_op_defs
 

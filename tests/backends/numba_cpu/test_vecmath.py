@@ -18,7 +18,7 @@ import numba
 import numpy as np
 import pytest
 
-from jitflow.compiler import vecmath as vm
+from jitflow.backends.numba_cpu import vecmath as vm
 
 F32, F64, LD = np.float32, np.float64, np.longdouble
 DTYPES = (F32, F64)
@@ -391,7 +391,7 @@ def test_cached_kernel_in_a_new_process(tmp_path):
     mod = tmp_path / "vm_cached_kernel.py"
     mod.write_text(textwrap.dedent("""
         import numba, numpy as np
-        from jitflow.compiler.vecmath import sigmoid32
+        from jitflow.backends.numba_cpu.vecmath import sigmoid32
 
         @numba.njit(cache=True, error_model="numpy", fastmath={"contract"})
         def kernel(x, out):
@@ -415,7 +415,7 @@ def test_cached_kernel_in_a_new_process(tmp_path):
 
 
 def test_helper_names_known_without_numba_match_the_helpers():
-    from jitflow.compiler import vecmath, vecmath_names
+    from jitflow.backends.numba_cpu import vecmath, vecmath_names
     assert vecmath_names.HELPERS == vecmath.HELPERS
     assert vecmath_names.cache_token() == vecmath.CACHE_TOKEN
 

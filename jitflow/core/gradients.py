@@ -15,8 +15,8 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
-from jitflow.graph import Graph, Operation, Tensor, convert_to_tensor, make_op
+from jitflow.core import dtypes as _dtypes
+from jitflow.core.graph import Graph, Operation, Tensor, convert_to_tensor, make_op
 
 __all__ = ["gradients", "hessians", "AggregationMethod", "UnconnectedGradients",
            "RegisterGradient", "NotDifferentiable", "no_gradient"]

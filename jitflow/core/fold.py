@@ -20,8 +20,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from jitflow.graph import Tensor
-from jitflow.shapes import TensorShape
+from jitflow.core.graph import Tensor
+from jitflow.core.shapes import TensorShape
 
 __all__ = ["static_value", "partial_shape", "shape_of", "computable", "MAX_OPS"]
 

@@ -15,10 +15,10 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from jitflow import graph as _graph
+from jitflow.core import graph as _graph
 from jitflow.compiler.plan import build_plan
-from jitflow.dtypes import as_bytes_array, string
-from jitflow.graph import Graph, GraphElementError, Operation, Tensor, get_default_graph
+from jitflow.core.dtypes import as_bytes_array, string
+from jitflow.core.graph import Graph, GraphElementError, Operation, Tensor, get_default_graph
 from jitflow.runtime.state import VariableStore
 
 __all__ = ["Session", "InteractiveSession", "get_default_session", "register_backend"]
@@ -34,7 +34,7 @@ def register_backend(name: str, factory: Callable[[], Any]) -> None:
 
 
 def _interpreter_factory():
-    from jitflow.interpreter import Interpreter
+    from jitflow.backends.interpreter import Interpreter
     return Interpreter()
 
 

@@ -15,17 +15,17 @@ from __future__ import annotations
 
 from typing import Optional
 
-from jitflow import dtypes as _dtypes
-from jitflow.graph import Tensor, convert_to_tensor, name_scope
+from jitflow.core import dtypes as _dtypes
+from jitflow.core.graph import Tensor, convert_to_tensor, name_scope
 from jitflow.ops import array as _array
 from jitflow.ops import math as _math
 from jitflow.ops.control_flow import while_loop
 from jitflow.ops.sequence_ops import reverse_sequence
 from jitflow.ops.tensor_array import TensorArray
 from jitflow.ops.variable_scope import variable_scope
-from jitflow.rnn_cell import (assert_like_rnncell, assert_same_structure, concat_shape, flatten,
+from jitflow.lib.rnn_cell import (assert_like_rnncell, assert_same_structure, concat_shape, flatten,
                               is_nested, map_structure, pack_sequence_as)
-from jitflow.shapes import TensorShape
+from jitflow.core.shapes import TensorShape
 
 __all__ = ["static_rnn", "static_bidirectional_rnn", "dynamic_rnn",
            "bidirectional_dynamic_rnn"]

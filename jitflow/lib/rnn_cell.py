@@ -1,7 +1,7 @@
 """`tf.nn.rnn_cell`: TF1's recurrent cells and cell wrappers.
 
 A cell maps `(inputs, state)` to `(output, new_state)` for one time step; `static_rnn` and
-`dynamic_rnn` (`jitflow.rnn`) run it over a sequence. Cells are layers: the first call opens
+`dynamic_rnn` (`jitflow.lib.rnn`) run it over a sequence. Cells are layers: the first call opens
 the cell's variable scope (`basic_lstm_cell`, `basic_lstm_cell_1`, ... unique within the
 enclosing scope, as TF1's legacy layers name them) and builds the variables with TF1's names,
 shapes and initializers (`rnn/basic_lstm_cell/kernel` of shape [input + units, 4 * units],
@@ -19,16 +19,16 @@ import numbers
 import re
 from typing import Callable, Optional
 
-from jitflow import dtypes as _dtypes
-from jitflow.graph import Tensor, convert_to_tensor, get_default_graph, name_scope
-from jitflow.layers import Layer
+from jitflow.core import dtypes as _dtypes
+from jitflow.core.graph import Tensor, convert_to_tensor, get_default_graph, name_scope
+from jitflow.lib.layers import Layer
 from jitflow.ops import array as _array
 from jitflow.ops import math as _math
 from jitflow.ops import nn as _nn
 from jitflow.ops.init_ops import constant_initializer, zeros_initializer
 from jitflow.ops.linalg import matmul
 from jitflow.ops.variable_scope import get_variable, get_variable_scope, variable_scope
-from jitflow.shapes import TensorShape, as_shape
+from jitflow.core.shapes import TensorShape, as_shape
 
 __all__ = ["RNNCell", "LayerRNNCell", "BasicRNNCell", "BasicLSTMCell", "LSTMCell", "GRUCell",
            "MultiRNNCell", "DropoutWrapper", "ResidualWrapper", "DeviceWrapper",

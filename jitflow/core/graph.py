@@ -13,8 +13,8 @@ from typing import Any, Iterator, Optional
 
 import numpy as np
 
-from jitflow import dtypes as _dtypes
-from jitflow.shapes import TensorShape, as_shape
+from jitflow.core import dtypes as _dtypes
+from jitflow.core.shapes import TensorShape, as_shape
 
 __all__ = [
     "Graph", "Operation", "Tensor", "GraphKeys", "get_default_graph", "reset_default_graph",
@@ -552,7 +552,7 @@ _SESSION_HOOKS: dict = {"session_for": _no_session, "clear": lambda: None}
 
 
 def set_session_hooks(session_for, clear_default_sessions) -> None:
-    """Installed by jitflow.session: `session_for(session, graph, what)` picks the session that
+    """Installed by jitflow.core.session: `session_for(session, graph, what)` picks the session that
     `Tensor.eval`, `Operation.run` and `Variable.load` use (the default one when `session` is
     None); `clear_default_sessions()` runs in `reset_default_graph`."""
     _SESSION_HOOKS["session_for"] = session_for

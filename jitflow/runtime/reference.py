@@ -1,17 +1,17 @@
-"""The reference backend: runs a plan op by op with each op's NumPy reference.
+"""Reference steps: one op run through its NumPy reference, with the run's context.
 
-It is the oracle for every compiled result and the fallback for ops without a code generator.
-Variable writes go to a pending overlay that is committed only when the whole run succeeds,
-so a failed run leaves every variable unchanged.
+Every backend runs the ops it does not compile (host ops, ops without a lowering) through
+these, and the reference backend (jitflow/backends/interpreter.py) runs whole plans with them.
+Variable writes go to a pending overlay (`RunContext.pending`) that is committed only when
+the whole run succeeds, so a failed run leaves every variable unchanged.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from jitflow import errors
-from jitflow.compiler.plan import Plan
+from jitflow.core import errors
 
-__all__ = ["Interpreter", "RunContext", "run_op_reference", "run_reference_step"]
+__all__ = ["RunContext", "run_op_reference", "run_reference_step", "run_steps"]
 
 
 class RunContext:
@@ -91,33 +91,7 @@ def _resolve(t, env, ctx, needs_ctx: bool):
     return env[t]
 
 
-class _Executable:
-    __slots__ = ("plan", "feeds")
-
-    def __init__(self, plan: Plan) -> None:
-        self.plan = plan
-
-    def __call__(self, feed_values, store):
-        plan = self.plan
-        env = dict(zip(plan.feeds, feed_values))
-        ctx = RunContext(store)
-        with np.errstate(all="ignore"):
-            for op in plan.ops:
-                run_reference_step(op, env, ctx)
-            results = []
-            for t in plan.fetches:
-                if t.op.type == "VariableV2" and t not in env:
-                    results.append(np.array(ctx.read_var(t.op), copy=True))
-                else:
-                    results.append(env[t])
-        ctx.commit()
-        return results
-
-
-class Interpreter:
-    """Backend that executes plans with the NumPy references."""
-
-    name = "interpreter"
-
-    def compile(self, plan: Plan) -> _Executable:
-        return _Executable(plan)
+def run_steps(ops, env: dict, ctx: RunContext) -> None:
+    """Run `ops` in order through their references (`run_reference_step` each)."""
+    for op in ops:
+        run_reference_step(op, env, ctx)
