@@ -89,7 +89,7 @@ _LOWER = ("native_lowering", "nopython_backend", "object_mode_backend")
 def install(clock: Clock, names: collections.Counter) -> None:
     from numba.core import caching, codegen, event
 
-    from jitflow.backends.numba_cpu import driver
+    from jitflow.backends.numba_cpu import kernels as driver
 
     clock.wrap(driver, "generate_segment", "jitflow")
     clock.wrap(codegen.CPUCodeLibrary, "add_ir_module", "llvm_fn")

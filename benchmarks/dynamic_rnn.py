@@ -145,9 +145,9 @@ def cpu_times(fns: dict, rounds: int, per_round: int = 3) -> dict:
 def profile_jitflow(sess, train, feed, n: int) -> dict:
     """Seconds per step: total, in native kernel calls, and the rest (driver overhead)."""
     import time
-    from jitflow.backends.numba_cpu import driver as cpu
+    from jitflow.backends.numba_cpu import executable as cpu
     spent = [0.0, 0]
-    orig = cpu._call
+    orig = cpu.call_kernel
 
     def timed(c, ins, bufs, seg):
         t0 = time.perf_counter()
@@ -156,14 +156,14 @@ def profile_jitflow(sess, train, feed, n: int) -> dict:
         finally:
             spent[0] += time.perf_counter() - t0
             spent[1] += 1
-    cpu._call = timed
+    cpu.call_kernel = timed
     try:
         t0 = time.perf_counter()
         for _ in range(n):
             sess.run(train, feed)
         total = (time.perf_counter() - t0) / n
     finally:
-        cpu._call = orig
+        cpu.call_kernel = orig
     return {"step": total, "kernels": spent[0] / n, "kernel_calls": spent[1] / n,
             "overhead": total - spent[0] / n}
 

@@ -45,7 +45,7 @@ def child(peer: str, n: int, start: int) -> dict:
            "crashes": crashes}
     if peer.startswith("jitflow"):
         from jitflow.backends.numba_cpu import background
-        from jitflow.backends.numba_cpu.driver import STATS
+        from jitflow.backends.numba_cpu.kernels import STATS
         res.update({"compiles": STATS.get("compiles", 0),
                     "skipped": STATS.get("background_skipped", 0),
                     "still_pending": background.pending()})

@@ -70,7 +70,7 @@ def main(argv=None) -> int:
 
     import jitflow as tf
     from jitflow.backends.numba_cpu import background
-    from jitflow.backends.numba_cpu.driver import STATS
+    from jitflow.backends.numba_cpu.kernels import STATS
     loss, train, feed = (build(tf, np, args.steps) if args.model == "rnn"
                          else build_cnn(tf, np))
     sess = tf.Session()

@@ -736,7 +736,7 @@ def _compile_program(sess, flat: list, targets: list, feeds: list,
     {key: array}, "variables": [VariableV2 ops], "updates": [...], "results": [names]}.
     """
     try:
-        from jitflow.backends.numba_cpu.driver import export_source
+        from jitflow.backends.numba_cpu.export_source import export_source
     except ImportError:
         raise NotImplementedError("export needs the numba backend (jitflow.backends.numba_cpu), "
                                   "which is not available") from None

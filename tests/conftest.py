@@ -46,10 +46,10 @@ def _fresh_graph():
     """Every test starts with an empty default graph and no default session."""
     from jitflow.core.session import _clear_default_sessions
     from jitflow.core.graph import _graph_stack
-    from jitflow.backends.numba_cpu import driver as cpu
+    from jitflow.backends import base
     # once-per-process warnings ("op type X has no code generator") are per test here: a test
     # expecting one must not depend on which tests ran before it in the same worker
-    cpu._WARNED_OPS.clear()
+    base.WARNED_OPS.clear()
     _graph_stack().clear()
     _clear_default_sessions()
     tf.reset_default_graph()

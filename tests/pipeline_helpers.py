@@ -4,7 +4,9 @@ segment ran a compiled kernel."""
 from __future__ import annotations
 
 from jitflow.compiler.lower import host_only
-from jitflow.backends.numba_cpu.driver import Executable, _Compiled, _Segment
+from jitflow.backends.numba_cpu.executable import Executable
+from jitflow.backends.numba_cpu.kernels import Compiled
+from jitflow.compiler.program import Segment
 
 
 def native_steps(sess, fetches_key=None) -> list:
@@ -17,8 +19,8 @@ def native_steps(sess, fetches_key=None) -> list:
         ex = spec.executable
         assert isinstance(ex, Executable), type(ex)
         for s in ex.steps:
-            if isinstance(s, _Segment):
-                kernels = [c for c in s.compiled.values() if isinstance(c, _Compiled)]
+            if isinstance(s, Segment):
+                kernels = [c for c in ex.kernels[s].compiled.values() if isinstance(c, Compiled)]
                 assert kernels and all(c.called and not c.broken for c in kernels), \
                     f"segment of {[op.name for op in s.ops]} did not run native code"
                 out.append(("native", len(s.ops)))

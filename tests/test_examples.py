@@ -57,7 +57,7 @@ def test_cnn_bars_learns_the_orientation(backend, monkeypatch):
     """The CNN example (convolutions, pooling, their gradients, Adam) learns; on the compiled
     backend through tier 1 (JITFLOW_COMPILE=tier1: its window routines, no Numba kernels to
     wait for), with every fallback an error."""
-    from jitflow.backends.numba_cpu.driver import STATS
+    from jitflow.backends.numba_cpu.kernels import STATS
     if backend == "numba":
         monkeypatch.setenv("JITFLOW_COMPILE", "tier1")
         monkeypatch.setenv("JITFLOW_STRICT", "1")

@@ -225,8 +225,9 @@ def test_an_lstm_training_step_runs_on_kernels_compiled_once():
     """dynamic_rnn's step (forward and backward) is compiled once whatever the number of
     steps and batch size, and nothing of it falls back to the references."""
     import warnings
-    from jitflow.backends.numba_cpu import driver as cpu
-    from jitflow.backends.numba_cpu.driver import Executable, _Segment
+    from jitflow.backends.numba_cpu import kernels as cpu
+    from jitflow.backends.numba_cpu.executable import Executable
+    from jitflow.compiler.program import Segment
     x = tf.placeholder(tf.float32, [None, None, 3])
     lengths = tf.placeholder(tf.int32, [None])
     _, st = tf.nn.dynamic_rnn(rnn_cell.BasicLSTMCell(8), x, sequence_length=lengths,
@@ -254,9 +255,9 @@ def test_an_lstm_training_step_runs_on_kernels_compiled_once():
     assert len(bodies) == 2                                  # the forward and backward step
     for ex in bodies:
         assert isinstance(ex, Executable)
-        native = [s for s in ex.steps if isinstance(s, _Segment)]
+        native = [s for s in ex.steps if isinstance(s, Segment)]
         assert len(native) == 1                              # one native call per iteration
-        assert all(s.op_def.kind == "host" for s in ex.steps if not isinstance(s, _Segment))
+        assert all(s.op_def.kind == "host" for s in ex.steps if not isinstance(s, Segment))
         assert ex._lean not in (None, False)                 # run by run_body
 
 

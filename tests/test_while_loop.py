@@ -191,7 +191,7 @@ def test_gradient_through_cond_inside_a_loop(backend):
 
 def _kernel_builds() -> int:
     """Kernels obtained so far: generated modules, cache loads and hits, Numba compiles."""
-    from jitflow.backends.numba_cpu import driver as cpu
+    from jitflow.backends.numba_cpu import kernels as cpu
     return sum(cpu.STATS.get(k, 0) for k in ("modules_built", "memory_hits", "disk_loads",
                                                "compiles", "numba_cache_hits"))
 

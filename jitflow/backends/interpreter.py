@@ -6,35 +6,20 @@ unchanged.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from jitflow.compiler.plan import Plan
-from jitflow.runtime.reference import RunContext, run_reference_step
+from jitflow.runtime.reference import run_plan
 
 __all__ = ["Interpreter"]
 
 
 class _Executable:
-    __slots__ = ("plan", "feeds")
+    __slots__ = ("plan",)
 
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
 
     def __call__(self, feed_values, store):
-        plan = self.plan
-        env = dict(zip(plan.feeds, feed_values))
-        ctx = RunContext(store)
-        with np.errstate(all="ignore"):
-            for op in plan.ops:
-                run_reference_step(op, env, ctx)
-            results = []
-            for t in plan.fetches:
-                if t.op.type == "VariableV2" and t not in env:
-                    results.append(np.array(ctx.read_var(t.op), copy=True))
-                else:
-                    results.append(env[t])
-        ctx.commit()
-        return results
+        return run_plan(self.plan, feed_values, store)
 
 
 class Interpreter:

@@ -133,28 +133,23 @@ def cut_points(ops, window: int) -> list:
 # the module doc: the smallest that compiled slower whole, the metrics update (226 ops, 24 such
 # reductions), weighs 514.
 _LANE_REDUCTION_WEIGHT = 13
-_ROW_OPS = frozenset({"Softmax", "LogSoftmax", "SoftmaxCrossEntropyWithLogits",
-                      "SparseSoftmaxCrossEntropyWithLogits"})
 
 
 def _lane_reduction(op) -> bool:
-    """Whether `op` reduces along its input's innermost axis (a row reduction, or all axes)."""
-    if op.type in _ROW_OPS:
-        return True
+    """Whether `op` reduces along its input's innermost axis (a row op, a row reduction, or a
+    reduction over all axes), from its registry entry."""
     d = getattr(op, "op_def", None)
-    if d is None or d.kind != "reduce":
+    if d is None:
         return False
-    if op.type == "Unbroadcast":   # sums over the axes input 1's shape was broadcast along
-        from jitflow.ops.math import unbroadcast_axes
-        g, x = (t.shape.as_tuple() for t in op.inputs[:2])
-        if g is None or x is None:
-            return True
-        if len(g) < len(x):   # not a valid Unbroadcast: its lowering refuses it
-            return False
-        axes = unbroadcast_axes([d == 1 for d in g], [d == 1 for d in x])
-        return len(g) - 1 in axes
-    axis = op.attrs.get("axis")   # a tuple (None: every axis), an int for ArgMax/ArgMin
+    if d.kind == "row":
+        return True
+    if d.kind != "reduce":
+        return False
     rank = op.inputs[0].shape.ndims
+    if d.reduced_axes is not None:
+        axes = d.reduced_axes(op)
+        return axes is None or rank is not None and rank > 0 and rank - 1 in axes
+    axis = op.attrs.get("axis")   # a tuple (None: every axis), an int for ArgMax/ArgMin
     if axis is None or rank is None:
         return True
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)

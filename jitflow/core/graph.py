@@ -334,6 +334,7 @@ class Graph:
     def create_op(self, op_type: str, inputs, attrs: Optional[dict] = None,
                   name: Optional[str] = None, control_inputs=None) -> Operation:
         """Add an op of a registered type; its output dtypes and shapes come from its rule."""
+        # the registry (a layer above) holds every op type's shape rule
         from jitflow.ops.registry import get_op_def
         self._check_not_finalized()
         op_def = get_op_def(op_type)
@@ -497,7 +498,7 @@ class Graph:
 
     def as_graph_def(self, from_version=None, add_shapes: bool = False):
         """The graph as a TensorFlow `GraphDef` message (see jitflow.serialize.graph_def)."""
-        from jitflow.serialize import as_graph_def
+        from jitflow.serialize import as_graph_def   # TF's formats, a library above
         return as_graph_def(self, add_shapes=add_shapes)
 
     def __repr__(self) -> str:
@@ -650,11 +651,12 @@ def convert_to_tensor(value, dtype=None, name: Optional[str] = None,
     if hasattr(value, "_to_tensor"):
         return value._to_tensor(dtype=dtype, name=name)
     if isinstance(value, (list, tuple)) and _contains_tensor(value):
-        from jitflow.ops._array_args import _autopack
+        from jitflow.ops._array_args import _autopack   # a Pack op (the ops are above)
         return _autopack(value, dtype, name or "packed")
     if isinstance(value, Operation):
         raise TypeError(f"Can't convert Operation '{value.name}' to Tensor (target dtype="
                         f"{dtype}, name={name!r}, as_ref=False)")
+    # a Const op (the ops are a layer above the graph)
     from jitflow.ops.array import constant
     if dtype is None:
         if preferred_dtype is not None:

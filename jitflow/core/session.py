@@ -43,7 +43,7 @@ register_backend("interpreter", _interpreter_factory)
 
 def _numba_factory():
     # imports numba only when it compiles
-    from jitflow.backends.numba_cpu.driver import NumbaBackend
+    from jitflow.backends.numba_cpu.backend import NumbaBackend
     return NumbaBackend()
 
 

@@ -17,7 +17,7 @@ def _err(message: str, op=None):
     return InvalidArgumentError(None, op, message)
 
 
-# -- build-time values of tensors (jitflow/core/fold.py, the one static evaluator) ---------------------
+# -- build-time values of tensors (jitflow/core/fold.py, the one static evaluator) --------------
 def get_static_value(tensor) -> Optional[np.ndarray]:
     """The value of `tensor` when it is known at build time (TF1's `constant_value`), else None.
 

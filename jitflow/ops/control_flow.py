@@ -17,7 +17,7 @@ from jitflow.core import dtypes as _dtypes
 from jitflow.core import errors
 from jitflow.ops import functional as _fn
 from jitflow.core.graph import (Operation, Tensor, convert_to_tensor, get_default_graph, make_op,
-                           name_scope)
+                                name_scope)
 from jitflow.ops.registry import Example, register
 from jitflow.core.shapes import TensorShape, as_shape
 
@@ -304,6 +304,7 @@ def _if_grad(op, *gs):
     diff_cap = [j for j, t in enumerate(caps) if _fn.is_differentiable(t)]
     if not diff_out or not diff_cap:
         return [None] * len(op.inputs)
+    # gradients of a branch are built by tf.gradients, a layer above the ops
     from jitflow.core.gradients import gradients
     subs = []
     with _fn.Region(graph) as back:
@@ -643,6 +644,7 @@ def _while_grad(op, *gs):
     diff_cap = [j for j, t in enumerate(caps) if _fn.is_differentiable(t)]
     if not diff:
         return [None] * len(op.inputs)
+    # gradients of a loop body are built by tf.gradients, a layer above the ops
     from jitflow.core.gradients import gradients
     graph = op.graph
     with _fn.Region(graph) as back:

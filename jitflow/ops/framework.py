@@ -16,7 +16,7 @@ import numpy as np
 from jitflow.core import dtypes as _dtypes
 
 from jitflow.core.graph import (GraphKeys, Operation, Tensor, convert_to_tensor, get_default_graph,
-                           make_op, name_scope)
+                                make_op, name_scope)
 from jitflow.ops.registry import register
 from jitflow.core.shapes import TensorShape
 

@@ -295,5 +295,6 @@ def matching_files(pattern, name: Optional[str] = None) -> Tensor:
 
 def _match_filenames_once(pattern, name: Optional[str] = None):
     """`tf.io.match_filenames_once` (= `tf.train.match_filenames_once`)."""
+    # one implementation, the tf.train one (a library above the ops)
     from jitflow.train.input import match_filenames_once
     return match_filenames_once(pattern, name=name)

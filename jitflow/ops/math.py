@@ -199,11 +199,20 @@ def _lower_unbroadcast(low, op, pos: int) -> None:
     low.reduce(op, pos, "sum", axes, False, out_dims=(x_ones, x_dims))
 
 
+def _unbroadcast_reduced_axes(op):
+    g, x = (t.shape.as_tuple() for t in op.inputs[:2])
+    if g is None or x is None:
+        return None
+    if len(g) < len(x):   # not a valid Unbroadcast: its lowering refuses it
+        return ()
+    return unbroadcast_axes([d == 1 for d in g], [d == 1 for d in x])
+
+
 register("Unbroadcast",
          infer=lambda op: [(op.inputs[0].dtype, op.inputs[1].shape)],
          ref=_unbroadcast_ref, grad=lambda op, g: [_broadcast_like(g, op.inputs[0]), None],
          lower=_lower_unbroadcast, shape_only=(1,), inline=True,
-         kind="reduce", doc="Sum input 0 over the axes along which it was broadcast from "
+         kind="reduce", reduced_axes=_unbroadcast_reduced_axes, doc="Sum input 0 over the axes along which it was broadcast from "
                             "input 1's shape (the gradient of broadcasting).",
          examples=[Example(lambda g, x: unbroadcast(g, x), [(2, 3), (1, 3)],
                            lambda g, x: g.sum(axis=0, keepdims=True), id="keep"),

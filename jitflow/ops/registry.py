@@ -16,9 +16,11 @@ An entry (`OpDef`) has
   says whether this op instance lowers at all (else it runs through its reference),
   `shape_only` the inputs it reads only for their shapes and `inline` the inputs it may take as
   unstored expressions (True: all);
-- `kind`: "elementwise", "reduce", "matmul", "source", "state", "random", "shape", "host"
-  (host work by design: control flow, TensorArrays; never in a kernel, no fallback warning) or
-  "other".
+- `kind`: "elementwise", "reduce", "matmul", "source", "state", "random", "shape", "row" (one
+  result per row of the innermost axis: softmax, cross-entropies, top_k), "host" (host work by
+  design: control flow, TensorArrays; never in a kernel, no fallback warning) or "other";
+- `reduced_axes(op) -> tuple or None`: for a "reduce" op whose axes are not its `axis`
+  attribute, the input axes it reduces, from static shapes (None: not known until run time).
 """
 from __future__ import annotations
 
@@ -64,6 +66,7 @@ class OpDef:
     shape_only: Union[tuple, range] = ()
     inline: Union[bool, tuple, range] = ()
     kind: str = "other"
+    reduced_axes: Optional[Callable] = None
     stateful: bool = False
     needs_ctx: bool = False
     default_name: str = ""

@@ -12,8 +12,8 @@ import numpy as np
 
 from jitflow.core import dtypes as _dtypes
 from jitflow.core.graph import (GraphKeys, Operation, Tensor, convert_to_tensor, get_default_graph,
-                           session_for,
-                           make_op, name_scope)
+                                session_for,
+                                make_op, name_scope)
 from jitflow.compiler import lower as _lower
 from jitflow.ops.array import group, identity
 from jitflow.ops.registry import register

@@ -12,7 +12,8 @@ from contextlib import ExitStack
 from typing import Callable, Optional
 
 from jitflow.core import dtypes as _dtypes
-from jitflow.core.graph import GraphKeys, _graph_of, convert_to_tensor, get_default_graph, name_scope
+from jitflow.core.graph import (GraphKeys, _graph_of, convert_to_tensor, get_default_graph,
+                                name_scope)
 from jitflow.ops.init_ops import _as_initializer, glorot_uniform_initializer, zeros_initializer
 from jitflow.ops.state import Variable
 from jitflow.core.shapes import TensorShape, as_shape

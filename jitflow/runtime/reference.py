@@ -11,7 +11,7 @@ import numpy as np
 
 from jitflow.core import errors
 
-__all__ = ["RunContext", "run_op_reference", "run_reference_step", "run_steps"]
+__all__ = ["RunContext", "run_op_reference", "run_reference_step", "run_steps", "run_plan"]
 
 
 class RunContext:
@@ -95,3 +95,21 @@ def run_steps(ops, env: dict, ctx: RunContext) -> None:
     """Run `ops` in order through their references (`run_reference_step` each)."""
     for op in ops:
         run_reference_step(op, env, ctx)
+
+
+def run_plan(plan, feed_values, store) -> list:
+    """Run a whole plan through the references: the fetches' values (variables committed only
+    when every op succeeded)."""
+    env = dict(zip(plan.feeds, feed_values))
+    ctx = RunContext(store)
+    with np.errstate(all="ignore"):
+        for op in plan.ops:
+            run_reference_step(op, env, ctx)
+        results = []
+        for t in plan.fetches:
+            if t.op.type == "VariableV2" and t not in env:
+                results.append(np.array(ctx.read_var(t.op), copy=True))
+            else:
+                results.append(env[t])
+    ctx.commit()
+    return results

@@ -11,8 +11,8 @@ from typing import Optional
 
 import numpy as np
 
-from jitflow.core.graph import (GraphKeys, Operation, Tensor, control_dependencies, convert_to_tensor,
-                           get_default_graph, name_scope)
+from jitflow.core.graph import (GraphKeys, Operation, Tensor, control_dependencies,
+                                convert_to_tensor, get_default_graph, name_scope)
 
 __all__ = ["Optimizer", "applied_gradients"]
 

@@ -12,7 +12,8 @@ import pytest
 import jitflow as tf
 from helpers import assert_same_result
 from jitflow.core import errors
-from jitflow.backends.numba_cpu.driver import Executable, _Segment
+from jitflow.backends.numba_cpu.executable import Executable
+from jitflow.compiler.program import Segment
 
 
 def rand(*shape, seed=0, dtype=np.float32):
@@ -34,7 +35,7 @@ def compiled_both(fetches, feed, init=True, steps=1, after=None, rtol=1e-5):
                     for spec in sess._specs.values():
                         ex = spec.executable
                         if isinstance(ex, Executable) and spec.plan.ops:
-                            assert all(isinstance(s, _Segment) for s in ex.steps), \
+                            assert all(isinstance(s, Segment) for s in ex.steps), \
                                 ex.describe(list(feed.values()), sess._store)
     assert_same_result(out["numba"][0], out["interpreter"][0], rtol, rtol, "run")
     if after is not None:

@@ -10,7 +10,9 @@ import pytest
 
 import jitflow as tf
 from helpers import assert_same_result
-from jitflow.backends.numba_cpu import emit as codegen, driver as cpu
+from jitflow.backends import base
+from jitflow.backends.numba_cpu import emit as codegen
+from jitflow.backends.numba_cpu import kernels as cpu
 from jitflow.backends.numba_cpu.cache import STATS
 
 
@@ -114,10 +116,10 @@ def test_generated_source_is_parsed_before_numba(monkeypatch):
     a = np.array([0.25, -1.5], np.float32)
     monkeypatch.setenv("JITFLOW_STRICT", "1")
     with tf.Session(backend="numba") as sess:
-        with pytest.raises(cpu.CodegenError, match="does not parse"):
+        with pytest.raises(base.CodegenError, match="does not parse"):
             sess.run(y, {x: a})
     monkeypatch.setenv("JITFLOW_STRICT", "0")
-    cpu._WARNED_OPS.clear()
+    base.WARNED_OPS.clear()
     with tf.Session(backend="numba") as sess:
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")

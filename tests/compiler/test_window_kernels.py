@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import jitflow as tf
-from jitflow.backends.numba_cpu import driver as cpu
+from jitflow.backends.numba_cpu import kernels as cpu
 from jitflow.compiler import partition
 from helpers import assert_same_result, conv_direct_sums
 

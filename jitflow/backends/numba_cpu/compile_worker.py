@@ -7,7 +7,7 @@ to a busy loop of runs). In a helper process the compile has a core to itself, a
 code Numba never frees stays in the helper (restarted every `RESTART_AFTER` kernels) instead
 of in the user's process, which loads each kernel from the disk cache (a few ms).
 
-Protocol, one JSON object per line: the client (the compiler thread, see cpu._compile_job)
+Protocol, one JSON object per line: the client (the compiler thread, see kernels.compile_job)
 writes {"source": module text, "cache_dir": its kernel cache directory, "args": [[dtype str,
 ndim, writeable], ...], "vars": [...]};
 the helper loads the module through the kernel cache (cache.load_module: the same private
@@ -107,16 +107,16 @@ if hasattr(os, "register_at_fork"):
 def _serve() -> None:
     import numpy as np
 
-    from jitflow.backends.numba_cpu import cache, driver as cpu
+    from jitflow.backends.numba_cpu import cache, kernels as cpu
     for line in sys.stdin:
         try:
             req = json.loads(line)
             kinds = tuple([(np.dtype(d), int(n), bool(w)) for d, n, w in req[k]]
                           for k in ("args", "vars"))
-            cpu._guard_vecmath_caches()
+            cpu.guard_vecmath_caches()
             os.environ["JITFLOW_CACHE_DIR"] = req["cache_dir"]   # where the client reads
             loaded = cache.load_module(req["source"])
-            loaded.kernel.compile(cpu._signature(kinds))
+            loaded.kernel.compile(cpu.numba_signature(kinds))
             resp = {"ok": True}
         except Exception as e:  # noqa: BLE001  (reported to the client, which compiles itself)
             resp = {"ok": False, "error": f"{type(e).__name__}: {str(e)[-300:]}"}

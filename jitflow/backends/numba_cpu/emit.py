@@ -15,6 +15,7 @@ import math
 import os
 import re
 
+from jitflow.backends.base import ERROR_PREFIX
 from jitflow.backends.numba_cpu.scalar_ops import TABLE, WHOLE_HELPERS
 from jitflow.backends.pytext import const_text, dim_text, lit_text, np_name
 from jitflow.compiler.ir import (Alloc, Apply, Arg, AssignVar, Call, Check, Const, CopyVar,
@@ -24,7 +25,6 @@ from jitflow.compiler.ir import (Alloc, Apply, Arg, AssignVar, Call, Check, Cons
 
 __all__ = ["generate_function", "ERROR_PREFIX"]
 
-ERROR_PREFIX = "jitflow:"
 #: how generated code names the window-op library (nnlib.py; its import line is added when used)
 LIBRARY = "_nn"
 _IND = "    "

@@ -81,8 +81,8 @@ def _build(fn: str, dtype: str) -> int:
     from numba.core import sigutils
 
     from jitflow.backends.numba_cpu import cache as _cache
-    from jitflow.backends.numba_cpu import driver
-    driver._guard_vecmath_caches()   # nnlib's own cache files: private ones only
+    from jitflow.backends.numba_cpu import kernels
+    kernels.guard_vecmath_caches()   # nnlib's own cache files: private ones only
     t = types.float32 if dtype == "float32" else types.float64
     pt, ps = types.CPointer(t), types.CPointer(types.int64)
     sig = sigutils.normalize_signature(types.void(pt, ps, pt, ps, pt, ps, pt, ps, ps))
@@ -170,8 +170,8 @@ def _worker() -> None:
                 why = f"failed: {type(e).__name__}: {e}"
             else:
                 why = f"built in {time.perf_counter() - t0:.2f} s"
-            from jitflow.backends.numba_cpu.driver import debug_level
-            if debug_level() >= 1:
+            from jitflow.runtime import config
+            if config.debug_level() >= 1:
                 print(f"[jitflow] window routine {key[0]} ({key[1]}) for tier 1 {why}",
                       file=sys.stderr)
             with _LOCK:

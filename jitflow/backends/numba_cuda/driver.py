@@ -18,11 +18,15 @@ import warnings
 
 import numpy as np
 
-from jitflow.backends.numba_cpu import driver as _cpu
-from jitflow.backends.numba_cuda.emit import ERROR_PREFIX, Unemittable, generate_module
+from jitflow.backends.base import (REFERENCES, CheckFailed, ProgramExecutable,
+                                   decode_check_error, fallback_warning, undraw)
+from jitflow.backends.numba_cuda.emit import Unemittable, generate_module
 from jitflow.compiler import ir as _ir
 from jitflow.compiler import lower as _lower
 from jitflow.compiler.plan import Plan
+from jitflow.compiler.program import Segment
+from jitflow.runtime import config
+from jitflow.runtime.reference import RunContext, run_reference_step
 
 __all__ = ["CudaBackend", "CudaExecutable", "cuda_module", "UNAVAILABLE"]
 
@@ -126,13 +130,15 @@ class _Module:
         self.var_order = var_order
 
 
-class CudaExecutable(_cpu.Executable):
+class CudaExecutable(ProgramExecutable):
     """A plan on the GPU: segments as CUDA kernel launches, the rest on the host."""
 
     def __init__(self, plan: Plan, backend: "CudaBackend") -> None:
+        self.backend = backend
         self.host_ops: set = set()    # ops this backend cannot emit: reference steps
         self.ok_shapes: set = set()   # input shapes whose runs succeeded (writes in place)
-        super().__init__(plan, backend)
+        self.modules: dict = {}       # segment -> {exact operand shapes: _Module or REFERENCES}
+        super().__init__(plan, self._compiles)
 
     def _compiles(self, op) -> bool:
         return op not in self.host_ops and _lower.supported(op)
@@ -149,7 +155,8 @@ class CudaExecutable(_cpu.Executable):
         """The module of `seg` for the shapes of `ins`/`bufs` (device arrays), or the
         references marker; raises Unemittable for ops that must move to the host."""
         key = tuple([a.shape for a in ins] + [b.shape for b in bufs])
-        m = seg.exact.get(key)
+        exact = self.modules.setdefault(seg, {})
+        m = exact.get(key)
         if m is not None:
             return m
         rt = self.backend.rt
@@ -163,15 +170,15 @@ class CudaExecutable(_cpu.Executable):
             kernel, consts = _lower.lower(seg.ops, cls_in, seg.out_tensors, var_cls)
             source = generate_module(kernel, rt.block, rt.tile, rt.sim)
         except _lower.Unsupported as e:
-            _cpu._fallback_warning(seg, str(e.args[0]), bug=False)
-            seg.exact[key] = _cpu._REFERENCES
-            return _cpu._REFERENCES
+            fallback_warning(seg, str(e.args[0]), bug=False)
+            exact[key] = REFERENCES
+            return REFERENCES
         ns = _MODULES.get(source)
         if self.debug >= 1:
-            _cpu._debug(f"cuda: {'compile' if ns is None else 'reuse'} kernels of "
+            config.debug(f"cuda: {'compile' if ns is None else 'reuse'} kernels of "
                         f"{len(seg.ops)} ops for input shapes {key}")
         if self.debug >= 4:
-            _cpu._debug("generated cuda source:\n" + source)
+            config.debug("generated cuda source:\n" + source)
         if ns is None:
             ns = {"__name__": "jitflow_cuda_kernel"}
             exec(compile(source, "<jitflow cuda kernel>", "exec"), ns)
@@ -179,7 +186,7 @@ class CudaExecutable(_cpu.Executable):
         order = [seg.var_ops.index(v.var_op) for v in kernel.variables]
         m = _Module(kernel, [(slot, rt.upload(np.asarray(op.attrs["value"])))
                              for slot, op in consts], source, ns["run"], order)
-        seg.exact[key] = m
+        exact[key] = m
         return m
 
     def _to_host_ops(self, seg, ops: list, why: str) -> None:
@@ -191,8 +198,7 @@ class CudaExecutable(_cpu.Executable):
                 warnings.warn(f"jitflow: the cuda backend cannot emit {op.name} ({op.type}) "
                               f"yet ({why}); it runs on the host", RuntimeWarning,
                               stacklevel=6)
-        self.pre, self.steps = self._split(self.plan)
-        self._setup()
+        self.resplit()
 
     # -- running ----------------------------------------------------------------------------
     def __call__(self, feed_values, store):
@@ -201,23 +207,22 @@ class CudaExecutable(_cpu.Executable):
                 return self._run(feed_values, store)
             except _Retry:
                 continue
-            except _cpu._CheckFailed as e:
+            except CheckFailed as e:
                 op, what = e.args
                 if self.debug >= 1:
-                    _cpu._debug(f"{op.name} ({op.type}): {what}; running this step op by op")
-                return self._run_interpreter(feed_values, store)
-        return self._run_interpreter(feed_values, store)
+                    config.debug(f"{op.name} ({op.type}): {what}; running this step op by op")
+                return self.run_references(feed_values, store)
+        return self.run_references(feed_values, store)
 
     def _run(self, feed_values, store):
-        from jitflow.runtime.reference import RunContext, run_reference_step
         rt = self.backend.rt
         t0 = time.perf_counter() if self.debug >= 2 else 0.0
         plan = self.plan
         if any(v not in store for v in self.var_ops) or any(
                 v not in store for v in self.extra_vars):
-            return self._run_interpreter(feed_values, store)
+            return self.run_references(feed_values, store)
         env = dict(zip(plan.feeds, feed_values))
-        for op, v in zip(self.pre, self._draw_with_feeds(feed_values, store)):
+        for op, v in zip(self.pre, self.draw_hoisted(feed_values, store)):
             env[op.outputs[0]] = v
         self._rank0 = {t for t, v in env.items() if np.ndim(v) == 0}
         dev: dict = {}
@@ -230,7 +235,7 @@ class CudaExecutable(_cpu.Executable):
         try:
             with np.errstate(all="ignore"):
                 for step in self.steps:
-                    if isinstance(step, _cpu._Segment):
+                    if isinstance(step, Segment):
                         self._run_segment(step, env, dev, store, ctx)
                     else:
                         for t in step.inputs:
@@ -250,15 +255,15 @@ class CudaExecutable(_cpu.Executable):
                         results.append(self._host(t, dev[t]))
                     else:   # a variable: its value after the run
                         results.append(np.array(ctx.read_var(t.op), copy=True))
-        except (_cpu._CheckFailed, _Retry):
+        except (CheckFailed, _Retry):
             for v, d in saved.items():
                 store.set_device(v, d, rt.host)
             raise
         ctx.commit()
         self.ok_shapes.add(shape_key)
         if self.debug >= 2:
-            n = sum(isinstance(s, _cpu._Segment) for s in self.steps)
-            _cpu._debug(f"cuda: run {len(self.steps)} steps ({n} on the device): "
+            n = sum(isinstance(s, Segment) for s in self.steps)
+            config.debug(f"cuda: run {len(self.steps)} steps ({n} on the device): "
                         f"{(time.perf_counter() - t0) * 1e6:.1f} us")
         return results
 
@@ -279,7 +284,6 @@ class CudaExecutable(_cpu.Executable):
         return d
 
     def _run_segment(self, seg, env, dev, store, ctx) -> None:
-        from jitflow.runtime.reference import run_reference_step
         rt = self.backend.rt
         ins = []
         for t in seg.in_tensors:
@@ -293,7 +297,7 @@ class CudaExecutable(_cpu.Executable):
         except Unemittable as e:
             self._to_host_ops(seg, e.ops, str(e))
             raise _Retry() from None
-        if m is _cpu._REFERENCES:
+        if m is REFERENCES:
             for t in list(seg.in_tensors):
                 if t not in env and t in dev:
                     env[t] = self._host(t, dev[t])
@@ -305,10 +309,9 @@ class CudaExecutable(_cpu.Executable):
         try:
             out = m.run(args, vs, rt)
         except ValueError as e:
-            msg = str(e)
-            if msg.startswith(ERROR_PREFIX):
-                _, idx, what = msg.split(":", 2)
-                raise _cpu._CheckFailed(seg.ops[int(idx)], what) from None
+            failed = decode_check_error(e, seg.ops)
+            if failed is not None:
+                raise failed from None
             raise
         for t, r, d in zip(seg.out_tensors, m.kernel.results, out):
             if t not in env and t not in dev:
@@ -321,17 +324,17 @@ class CudaExecutable(_cpu.Executable):
         """The generated CUDA modules (compiled for these feeds where not yet, by one run whose
         variable writes and random draws are undone), and the host steps."""
         kept = {v: np.array(store.get(v), copy=True) for v in self.written if v in store}
-        drawn = [(g, g.bit_generator.state) for g in map(store.rng_for, self.pre)]
+        drawn = self.saved_draws(store)
         try:
             self(feed_values, store)
         except Exception:  # noqa: BLE001  (the listing shows what was generated)
             pass
         store.commit(kept)
-        _cpu._undraw(drawn)
+        undraw(drawn)
         parts = []
         for s in self.steps:
-            if isinstance(s, _cpu._Segment):
-                mods = [m for m in s.exact.values() if isinstance(m, _Module)]
+            if isinstance(s, Segment):
+                mods = [m for m in self.modules.get(s, {}).values() if isinstance(m, _Module)]
                 for m in dict.fromkeys(mods):
                     parts.append(m.source)
                 if not mods:

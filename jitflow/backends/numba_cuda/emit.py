@@ -25,6 +25,7 @@ import math
 
 import numpy as np
 
+from jitflow.backends.base import ERROR_PREFIX
 from jitflow.backends.numba_cuda.scalar_ops import TABLE
 from jitflow.backends.pytext import const_text, dim_text, lit_text, np_name
 from jitflow.compiler.ir import (Alloc, Apply, Arg, AssignVar, Const, CopyVar, DimValue, Index,
@@ -33,7 +34,6 @@ from jitflow.compiler.ir import (Alloc, Apply, Arg, AssignVar, Const, CopyVar, D
 
 __all__ = ["generate_module", "Unemittable", "ERROR_PREFIX", "BLOCK", "TILE"]
 
-ERROR_PREFIX = "jitflow:"
 BLOCK = "_BLOCK"     # threads per block of reductions and row ops (a module constant)
 TILE = "_TILE"       # matmul tile side (a module constant)
 _IND = "    "

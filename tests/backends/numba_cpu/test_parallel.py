@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import jitflow as tf
-from jitflow.backends.numba_cpu import driver as cpu
+from jitflow.backends.numba_cpu import kernels
+from jitflow.runtime import config
 from helpers import assert_same_result
 
 RNG = np.random.default_rng(21)
@@ -22,7 +23,7 @@ def threads(monkeypatch):
 
 def _kernel_of(sess):
     ex = next(iter(sess._specs.values())).executable
-    (c,) = [c for s in ex.steps for c in s.compiled.values()]
+    (c,) = [c for s in ex.steps if s in ex.kernels for c in ex.kernels[s].compiled.values()]
     return c
 
 
@@ -86,9 +87,9 @@ def test_the_thread_knobs_parse():
     try:
         os.environ["JITFLOW_THREADS"] = "3"
         os.environ["JITFLOW_PARALLEL_MIN"] = "123"
-        assert cpu.threads() == 3 and cpu.parallel_min() == 123
+        assert config.threads() == 3 and config.parallel_min() == 123
         os.environ["JITFLOW_THREADS"] = "0"
-        assert cpu.threads() == 1
+        assert config.threads() == 1
     finally:
         for k, v in old.items():
             if v is None:
@@ -102,19 +103,18 @@ def test_idle_openmp_threads_spin_briefly_unless_the_user_says(monkeypatch, user
     """Before the first parallel kernel loads GNU OpenMP, its idle threads get a short spin
     (they would otherwise spin for milliseconds after each parallel region, a whole core on a
     2-core machine); a wait policy or spin count from the user is left as it is."""
-    from jitflow.backends.numba_cpu import driver
-    monkeypatch.setattr(driver, "_PAR_STATE", {})
+    monkeypatch.setattr(kernels, "PAR_STATE", {})
     for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
         monkeypatch.setenv(k, "")   # recorded, so that teardown restores what was there
         monkeypatch.delenv(k)
     if user is not None:
         monkeypatch.setenv(*user)
-    driver._prepare_parallel()
+    kernels.prepare_parallel()
     import os
     if user is None:
-        assert os.environ["GOMP_SPINCOUNT"] == str(driver._GOMP_SPINCOUNT) == "10000"
+        assert os.environ["GOMP_SPINCOUNT"] == str(kernels._GOMP_SPINCOUNT) == "10000"
     else:
         assert os.environ[user[0]] == user[1]
         assert os.environ.get("GOMP_SPINCOUNT") == (user[1] if user[0] == "GOMP_SPINCOUNT"
                                                     else None)
-    assert driver._PAR_STATE["prepared"]
+    assert kernels.PAR_STATE["prepared"]

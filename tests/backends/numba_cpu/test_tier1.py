@@ -15,10 +15,10 @@ import pytest
 import jitflow as tf
 from helpers import assert_same_result, build_example, example_inputs, registry_params
 from jitflow.core import errors
-from jitflow.backends.numba_cpu import background, driver, tier1
+from jitflow.backends.numba_cpu import background, kernels, tier1
 from jitflow.ops.registry import all_op_defs
 
-STATS = driver.STATS
+STATS = kernels.STATS
 
 
 def _runs() -> int:
@@ -329,8 +329,9 @@ def test_background_mode_runs_the_faster_of_tier1_and_the_references_until_numba
         with tf.Session() as sess:
             r0 = _runs()
             got.append(sess.run(y, {x: xv}))
-            seg = next(iter(sess._specs.values())).executable.steps[0]
-            c, = [c for c in seg.compiled.values() if not c.ready]
+            ex_ = next(iter(sess._specs.values())).executable
+            seg = ex_.steps[0]
+            c, = [c for c in ex_.kernels[seg].compiled.values() if not c.ready]
             # the first run: the references (nothing to build before the first result)
             assert _runs() == r0 and c.tier1 is None and c.ref_cost > 0
             got.append(sess.run(y, {x: xv}))

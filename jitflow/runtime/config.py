@@ -1,0 +1,163 @@
+"""Every `JITFLOW_*` environment variable: its default, its meaning, and one place that reads it.
+
+Values are read from the environment when asked for (tests and programs may set a variable
+after `import jitflow`). `python -m jitflow config` prints the values in effect; the README's
+configuration table is `markdown_table()` (a test keeps the two in step).
+
+Use: `config.get("JITFLOW_DEBUG")` (parsed: int, bool, str...), `config.debug_level()`,
+`config.strict()`; `config.debug(msg)` prints a `JITFLOW_DEBUG` message to stderr.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+__all__ = ["Var", "VARS", "get", "raw", "values", "markdown_table", "debug_level", "debug",
+           "strict", "threads", "parallel_min"]
+
+
+def _int(text: str) -> int:
+    return int(text)
+
+
+def _flag(text: str) -> bool:
+    return text.strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def _str(text: str) -> str:
+    return text.strip()
+
+
+def _lower(text: str) -> str:
+    return text.strip().lower()
+
+
+@dataclass(frozen=True)
+class Var:
+    """One variable: `default` as the text it would be set to (None: computed, see
+    `meaning`), `parse` from text to value, `choices` (parsed values that are valid)."""
+
+    name: str
+    default: Optional[str]
+    meaning: str
+    parse: Callable = _str
+    choices: Optional[tuple] = None
+
+
+VARS: dict = {v.name: v for v in [
+    Var("JITFLOW_BACKEND", "numba", "backend of `tf.Session()`: `numba` (CPU), `interpreter` "
+        "(NumPy references) or `cuda` (NVIDIA GPU)", _lower, ("numba", "interpreter", "cuda")),
+    Var("JITFLOW_COMPILE", "background", "when kernels compile: `background` (runs never "
+        "wait: tier 1 or the references until the Numba kernel is ready, compiled by a helper "
+        "process), `thread` (the same on a thread), `sync` (runs wait for Numba), `tier1` "
+        "(tier 1 only, never Numba)", _lower, ("background", "thread", "sync", "tier1")),
+    Var("JITFLOW_TIER1", "1", "`0`: no tier 1 while a kernel compiles (the references run)",
+        _flag),
+    Var("JITFLOW_TIER1_OPT", "0", "LLVM code generator level of tier 1 (0-3)", _int),
+    Var("JITFLOW_DEBUG", "0", "`1` compiles and cache events, `2` per-run timings, `3` plans, "
+        "`4` generated source (to stderr)", _int),
+    Var("JITFLOW_STRICT", "0", "`1`: generated code that fails to compile or run raises "
+        "instead of falling back to the references (tests, the fuzzer)", _flag),
+    Var("JITFLOW_POISON", "0", "`1`: every buffer compiled code allocates starts as NaN (an "
+        "unlikely integer), so a read of an element never written shows", _flag),
+    Var("JITFLOW_CACHE", "1", "`0`: no disk cache of compiled kernels", _flag),
+    Var("JITFLOW_CACHE_DIR", None, "disk cache folder (default `$XDG_CACHE_HOME/jitflow` or "
+        "`~/.cache/jitflow`); refused unless it is yours and not writable by others"),
+    Var("JITFLOW_MEMORY_CACHE_ENTRIES", "256", "kernels kept in the in-memory LRU", _int),
+    Var("JITFLOW_MEMORY_CACHE_MB", "256", "megabytes the in-memory LRU may hold (estimate)",
+        float),
+    Var("JITFLOW_THREADS", None, "threads for kernels on large operands (default: the CPUs "
+        "this process may use); `1` turns parallel kernels off", _int),
+    Var("JITFLOW_PARALLEL_MIN", "1048576", "elements from which a kernel runs its parallel "
+        "variant", _int),
+    Var("JITFLOW_SPLIT_ABOVE", "512", "weight (ops, row reductions counting 13) above which a "
+        "run of ops is split into several kernels", _int),
+    Var("JITFLOW_KERNEL_OPS", "48", "longest kernel of a split run (ops)", _int),
+    Var("JITFLOW_WINOGRAD", "1", "convolutions on Winograd: `1` 3x3 and 5x5 filters, `3x3` "
+        "3x3 only, `0` none (im2col)", _lower, ("1", "fast", "3x3", "0")),
+    Var("JITFLOW_LIBM", "0", "`1`: libm's exp/log/tanh instead of jitflow's vectorized math",
+        _flag),
+    Var("JITFLOW_MALLOC_TUNE", "1", "`0`: leave glibc's allocator thresholds alone", _flag),
+    Var("JITFLOW_CUDA_BLOCK", None, "threads per CUDA block (default 128; 8 on the simulator)",
+        _int),
+    Var("JITFLOW_CUDA_TILE", None, "matmul tile of the CUDA backend (default 16; 4 on the "
+        "simulator)", _int),
+]}
+
+
+def raw(name: str) -> Optional[str]:
+    """The variable's text in the environment (None when unset or empty)."""
+    if name not in VARS:
+        raise KeyError(f"unknown jitflow variable {name}")
+    text = os.environ.get(name, "")
+    return text if text.strip() else None
+
+
+def get(name: str):
+    """The variable's parsed value: the environment's when set and valid, else the default
+    (None where the default is computed by its user)."""
+    var = VARS[name]
+    text = raw(name)
+    if text is not None:
+        try:
+            value = var.parse(text)
+        except ValueError:
+            value = None
+        else:
+            if var.choices is None or value in var.choices:
+                return value
+    return None if var.default is None else var.parse(var.default)
+
+
+def values() -> list:
+    """[(name, value in effect, set in the environment?)] for every variable."""
+    return [(n, get(n), raw(n) is not None) for n in VARS]
+
+
+def markdown_table() -> str:
+    """The README's configuration table."""
+    rows = ["| variable | default | meaning |", "|---|---|---|"]
+    for v in VARS.values():
+        default = "(see meaning)" if v.default is None else f"`{v.default}`"
+        rows.append(f"| `{v.name}` | {default} | {v.meaning} |")
+    return "\n".join(rows) + "\n"
+
+
+# -- the few that hot paths and several modules ask for ----------------------------------------
+def debug_level() -> int:
+    """JITFLOW_DEBUG (0 when unset or not a number)."""
+    return get("JITFLOW_DEBUG")
+
+
+def debug(msg: str) -> None:
+    """Print a JITFLOW_DEBUG message."""
+    print(f"[jitflow] {msg}", file=sys.stderr)
+
+
+def strict() -> bool:
+    """JITFLOW_STRICT: compiler bugs raise instead of falling back to the references."""
+    return get("JITFLOW_STRICT")
+
+
+def threads() -> int:
+    """How many threads large kernels may use (JITFLOW_THREADS, else NUMBA_NUM_THREADS, else
+    the CPUs this process may run on). 1 turns the parallel kernel variants off."""
+    for name in ("JITFLOW_THREADS", "NUMBA_NUM_THREADS"):
+        v = os.environ.get(name, "").strip()
+        if v:
+            try:
+                return max(1, int(v))
+            except ValueError:
+                pass
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def parallel_min() -> int:
+    """Elements of the largest operand from which a kernel runs its parallel variant
+    (JITFLOW_PARALLEL_MIN; thread wake-ups cost more than they save below it)."""
+    return max(1, get("JITFLOW_PARALLEL_MIN"))
