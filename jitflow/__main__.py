@@ -137,6 +137,17 @@ def _cmd_inspect(args) -> int:
     return 1 if problems else 0
 
 
+def _cmd_config(args) -> int:
+    from jitflow.runtime import config
+    rows = config.values()
+    width = max(len(n) for n, _, _ in rows)
+    for name, value, is_set in rows:
+        shown = "(computed)" if value is None else value
+        where = "set" if is_set else "default"
+        print(f"{name:<{width}}  {shown!s:<12}  {where:<7}  {config.VARS[name].meaning}")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="jitflow", description="jitflow command line tools")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -152,6 +163,8 @@ def _parser() -> argparse.ArgumentParser:
     i.add_argument("path", help="the folder written by jitflow.export")
     i.add_argument("--no-source", action="store_true", help="print only the manifest")
     i.set_defaults(func=_cmd_inspect)
+    g = sub.add_parser("config", help="print every JITFLOW_* variable's value in effect")
+    g.set_defaults(func=_cmd_config)
     return p
 
 

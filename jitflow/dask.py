@@ -70,6 +70,7 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from jitflow.core.graph import Operation, Tensor
+from jitflow.runtime import config
 
 __all__ = ["predict", "gradients", "fit", "current_client", "STATS"]
 
@@ -142,7 +143,7 @@ def _tune_worker_allocator() -> bool:
         dask_default = None
     from_dask = (dask_default is not None
                  and env.get("MALLOC_TRIM_THRESHOLD_") == str(dask_default))
-    if env.get("JITFLOW_MALLOC_TUNE", "1") != "0" and from_dask \
+    if config.get("JITFLOW_MALLOC_TUNE") and from_dask \
             and "MALLOC_MMAP_THRESHOLD_" not in env and "GLIBC_TUNABLES" not in env:
         import ctypes
         import sys

@@ -46,15 +46,15 @@ longer than `window` ops.
 from __future__ import annotations
 
 import hashlib
-import os
 
 import numpy as np
+from jitflow.runtime import config
 
 __all__ = ["split", "weight", "SPLIT_ABOVE", "WINDOW"]
 
-SPLIT_ABOVE = int(os.environ.get("JITFLOW_SPLIT_ABOVE", 512))  # runs this heavy stay one kernel
+SPLIT_ABOVE = config.get("JITFLOW_SPLIT_ABOVE")  # runs this heavy stay one kernel
 WHOLE_BELOW = 96     # runs this long stay one kernel whatever their weight
-WINDOW = int(os.environ.get("JITFLOW_KERNEL_OPS", 48))        # longest kernel of a split run
+WINDOW = config.get("JITFLOW_KERNEL_OPS")        # longest kernel of a split run
 _CONTEXT = 3        # tokens hashed together at each position
 _NEAR = 8           # inputs from further back count as "from outside" in a token
 

@@ -7,7 +7,6 @@ signature, so a warm run does a few dict lookups.
 """
 from __future__ import annotations
 
-import os
 import threading
 import warnings
 import weakref
@@ -20,6 +19,7 @@ from jitflow.compiler.plan import build_plan
 from jitflow.core.dtypes import as_bytes_array, string
 from jitflow.core.graph import Graph, GraphElementError, Operation, Tensor, get_default_graph
 from jitflow.runtime.state import VariableStore
+from jitflow.runtime import config
 
 __all__ = ["Session", "InteractiveSession", "get_default_session", "register_backend"]
 
@@ -60,9 +60,9 @@ register_backend("cuda", _cuda_factory)
 
 
 def default_backend_name() -> str:
-    name = os.environ.get("JITFLOW_BACKEND")
+    name = config.raw("JITFLOW_BACKEND")
     if name:
-        return name
+        return name.strip()
     return "numba" if "numba" in _BACKENDS else "interpreter"
 
 

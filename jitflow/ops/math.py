@@ -212,8 +212,9 @@ register("Unbroadcast",
          infer=lambda op: [(op.inputs[0].dtype, op.inputs[1].shape)],
          ref=_unbroadcast_ref, grad=lambda op, g: [_broadcast_like(g, op.inputs[0]), None],
          lower=_lower_unbroadcast, shape_only=(1,), inline=True,
-         kind="reduce", reduced_axes=_unbroadcast_reduced_axes, doc="Sum input 0 over the axes along which it was broadcast from "
-                            "input 1's shape (the gradient of broadcasting).",
+         kind="reduce", reduced_axes=_unbroadcast_reduced_axes,
+         doc="Sum input 0 over the axes along which it was broadcast from input 1's shape "
+             "(the gradient of broadcasting).",
          examples=[Example(lambda g, x: unbroadcast(g, x), [(2, 3), (1, 3)],
                            lambda g, x: g.sum(axis=0, keepdims=True), id="keep"),
                    Example(lambda g, x: unbroadcast(g, x), [(4, 2, 3), (2, 1)],

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -95,20 +96,32 @@ def raw(name: str) -> Optional[str]:
     return text if text.strip() else None
 
 
+_WARNED: set = set()
+
+
 def get(name: str):
     """The variable's parsed value: the environment's when set and valid, else the default
-    (None where the default is computed by its user)."""
+    (None where the default is computed by its user). An invalid value is ignored with one
+    warning."""
     var = VARS[name]
     text = raw(name)
     if text is not None:
         try:
             value = var.parse(text)
         except ValueError:
-            value = None
-        else:
-            if var.choices is None or value in var.choices:
-                return value
+            value = _INVALID
+        if value is not _INVALID and (var.choices is None or value in var.choices):
+            return value
+        if (name, text) not in _WARNED:
+            _WARNED.add((name, text))
+            want = f"one of {', '.join(map(str, var.choices))}" if var.choices else \
+                getattr(var.parse, "__name__", "a value").strip("_")
+            warnings.warn(f"jitflow: ignoring {name}={text!r} (expected {want}); using the "
+                          "default", RuntimeWarning, stacklevel=3)
     return None if var.default is None else var.parse(var.default)
+
+
+_INVALID = object()
 
 
 def values() -> list:

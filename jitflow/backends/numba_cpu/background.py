@@ -26,6 +26,7 @@ import queue
 import sys
 import threading
 import time
+from jitflow.runtime import config
 from typing import Callable
 
 __all__ = ["mode", "submit", "wait_idle", "pending"]
@@ -40,8 +41,7 @@ SWITCH_INTERVAL = 1e-4   # seconds: sys.setswitchinterval while the compiler thr
 def mode() -> str:
     """"sync", "thread", "tier1" or "background" (JITFLOW_COMPILE; anything else means
     background)."""
-    m = os.environ.get("JITFLOW_COMPILE", "").strip().lower()
-    return m if m in ("sync", "thread", "tier1") else "background"
+    return config.get("JITFLOW_COMPILE")
 
 
 def submit(job: Callable[[], None]) -> None:

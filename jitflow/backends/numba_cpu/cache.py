@@ -41,6 +41,7 @@ import threading
 import types
 import warnings
 import weakref
+from jitflow.runtime import config
 from typing import Optional
 
 __all__ = ["load_module", "cache_dir", "disk_enabled", "memory_limits", "STATS",
@@ -56,8 +57,6 @@ STATS = {"modules_built": 0, "disk_loads": 0, "memory_hits": 0, "compiles": 0,
 _WARNED: set = set()
 _REFUSED: dict = {}            # directory -> why it is not used in this process
 _VERSION = "1"
-_DEFAULT_ENTRIES = 256
-_DEFAULT_MB = 256.0
 _BYTES_PER_SOURCE_BYTE = 120   # Python objects a compiled kernel keeps, per byte of its source
 _BYTES_PER_ENTRY = 16 * 1024
 
@@ -78,11 +77,11 @@ class _Loaded:
 
 
 def disk_enabled() -> bool:
-    return os.environ.get("JITFLOW_CACHE", "1") not in ("0", "false", "no", "off")
+    return config.get("JITFLOW_CACHE")
 
 
 def cache_dir() -> str:
-    d = os.environ.get("JITFLOW_CACHE_DIR")
+    d = config.raw("JITFLOW_CACHE_DIR")
     if d:
         return d
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -92,20 +91,9 @@ def cache_dir() -> str:
 def memory_limits() -> tuple:
     """(entries, bytes) the in-memory cache may hold, from JITFLOW_MEMORY_CACHE_ENTRIES and
     JITFLOW_MEMORY_CACHE_MB; the newest kernel is always kept."""
-    entries = _env_number("JITFLOW_MEMORY_CACHE_ENTRIES", _DEFAULT_ENTRIES, int)
-    mb = _env_number("JITFLOW_MEMORY_CACHE_MB", _DEFAULT_MB, float)
+    entries = config.get("JITFLOW_MEMORY_CACHE_ENTRIES")
+    mb = config.get("JITFLOW_MEMORY_CACHE_MB")
     return max(1, entries), int(max(0.0, mb) * 2 ** 20)
-
-
-def _env_number(name: str, default, kind):
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        return kind(text)
-    except ValueError:
-        _warn_once(f"jitflow: ignoring {name}={text!r} (not a number); using {default}")
-        return default
 
 
 def clear_memory() -> None:

@@ -12,7 +12,6 @@ naming the op.
 from __future__ import annotations
 
 import math
-import os
 import re
 
 from jitflow.backends.base import ERROR_PREFIX
@@ -22,6 +21,7 @@ from jitflow.compiler.ir import (Alloc, Apply, Arg, AssignVar, Call, Check, Cons
                                  DimValue, Index, Kernel, LibCall, Lit, Load, Loop, MatMul,
                                  NonZeroCheck, RangeCheck, Reduce, Region, RowOp, ShapeOf, Take,
                                  Value, View)
+from jitflow.runtime import config
 
 __all__ = ["generate_function", "ERROR_PREFIX"]
 
@@ -35,7 +35,7 @@ _lit = lit_text
 
 def poison_enabled() -> bool:
     """JITFLOW_POISON=1: every buffer generated code allocates starts as NaN or a sentinel."""
-    return os.environ.get("JITFLOW_POISON", "") not in ("", "0")
+    return config.get("JITFLOW_POISON")
 
 
 # what poisoned buffers hold: NaN for floats, an unlikely pattern for integers

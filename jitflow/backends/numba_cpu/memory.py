@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+from jitflow.runtime import config
 
 __all__ = ["tune_allocator", "THRESHOLD"]
 
@@ -32,7 +33,7 @@ def tune_allocator() -> bool:
     env = os.environ
     user_tuned = any(k in env for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_",
                                         "GLIBC_TUNABLES"))
-    if env.get("JITFLOW_MALLOC_TUNE", "1") != "0" and not user_tuned \
+    if config.get("JITFLOW_MALLOC_TUNE") and not user_tuned \
             and sys.platform.startswith("linux"):
         try:
             libc = ctypes.CDLL("libc.so.6")

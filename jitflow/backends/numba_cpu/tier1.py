@@ -29,7 +29,6 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import math
-import os
 import struct
 import threading
 
@@ -42,6 +41,7 @@ from jitflow.compiler.ir import (Alloc, Apply, Arg, AssignVar, Check, Const, Cop
                                  DimValue, Index, Kernel, LibCall, Lit, Load, Loop, MatMul,
                                  NonZeroCheck, RangeCheck, Reduce, Region, RowOp, ShapeOf, Take,
                                  Value, View)
+from jitflow.runtime import config
 
 __all__ = ["Unsupported", "NotReady", "build", "missing_libs", "STATS"]
 
@@ -1354,7 +1354,7 @@ def _codegen_opt() -> int:
     1e6-element arithmetic chain 55 -> 12 ms per run, but a 1,400-op training step's first
     result 0.5 -> 3.5 s)."""
     try:
-        return min(3, max(0, int(os.environ.get("JITFLOW_TIER1_OPT", "0") or 0)))
+        return min(3, max(0, config.get("JITFLOW_TIER1_OPT")))
     except ValueError:
         return 0
 _STATE: dict = {}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from jitflow.runtime import config
 
 __all__ = ["HELPERS", "use_libm", "cache_token"]
 
@@ -27,7 +28,7 @@ _TOKEN: list = []
 
 def use_libm() -> bool:
     """True when JITFLOW_LIBM=1: code generators call libm's `math.*` instead."""
-    return os.environ.get("JITFLOW_LIBM", "0").strip() not in ("", "0")
+    return config.get("JITFLOW_LIBM")
 
 
 def cache_token() -> str:

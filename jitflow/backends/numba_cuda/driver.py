@@ -72,8 +72,8 @@ class _Runtime:
         self.cuda = cuda
         self.sim = sim
         # the simulator runs every thread as a Python thread: few small blocks
-        self.block = int(os.environ.get("JITFLOW_CUDA_BLOCK", "") or (8 if sim else 128))
-        self.tile = int(os.environ.get("JITFLOW_CUDA_TILE", "") or (4 if sim else 16))
+        self.block = config.get("JITFLOW_CUDA_BLOCK") or (8 if sim else 128)
+        self.tile = config.get("JITFLOW_CUDA_TILE") or (4 if sim else 16)
         self.max_blocks = 4 if sim else 65535
         # reductions: blocks that keep the device busy, and the fewest elements per thread
         # worth a block of its own (see split)
