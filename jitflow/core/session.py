@@ -19,6 +19,7 @@ from jitflow.compiler.plan import build_plan
 from jitflow.core.dtypes import as_bytes_array, string
 from jitflow.core.graph import Graph, GraphElementError, Operation, Tensor, get_default_graph
 from jitflow.runtime.state import VariableStore
+from jitflow.core.structure import flatten, flatten_up_to
 from jitflow.runtime import config
 
 __all__ = ["Session", "InteractiveSession", "get_default_session", "register_backend"]
@@ -578,20 +579,17 @@ class InteractiveSession(Session):
 
 def _flat_feeds(feed_dict: dict) -> dict:
     """A feed_dict whose nested-tuple keys (an LSTMStateTuple, a tuple of them) are replaced
-    by their tensors, each fed the matching part of the value, as TF1 allows."""
-    def leaves(x) -> list:
-        if isinstance(x, (tuple, list)) and not isinstance(x, Tensor):
-            return [y for e in x for y in leaves(e)]
-        return [x]
-
+    by their tensors, each fed the matching part of the value, as TF1 allows (the value is
+    split only as deep as the key nests: a leaf may be a nested list of numbers)."""
     out: dict = {}
     for k, v in feed_dict.items():
         if isinstance(k, tuple):
-            ks, vs = leaves(k), leaves(v) if isinstance(v, (tuple, list)) else None
-            if vs is None or len(ks) != len(vs):
+            try:
+                vs = flatten_up_to(k, v)
+            except (TypeError, ValueError):
                 raise ValueError(f"The value fed for the nested feed key {k!r} must have the "
-                                 f"same structure, got {type(v).__name__}")
-            out.update(zip(ks, vs))
+                                 f"same structure, got {type(v).__name__}") from None
+            out.update(zip(flatten(k), vs))
         else:
             out[k] = v
     return out

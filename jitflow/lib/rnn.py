@@ -23,9 +23,10 @@ from jitflow.ops.control_flow import while_loop
 from jitflow.ops.sequence_ops import reverse_sequence
 from jitflow.ops.tensor_array import TensorArray
 from jitflow.ops.variable_scope import variable_scope
-from jitflow.lib.rnn_cell import (assert_like_rnncell, assert_same_structure, concat_shape, flatten,
-                                  is_nested, map_structure, pack_sequence_as)
 from jitflow.core.shapes import TensorShape
+from jitflow.core.structure import flatten, is_nested, pack_sequence_as
+from jitflow.lib.rnn_cell import (assert_like_rnncell, assert_same_structure, concat_shape,
+                                  map_structure)
 
 __all__ = ["static_rnn", "static_bidirectional_rnn", "dynamic_rnn",
            "bidirectional_dynamic_rnn"]

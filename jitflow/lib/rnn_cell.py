@@ -28,68 +28,24 @@ from jitflow.ops import nn as _nn
 from jitflow.ops.init_ops import constant_initializer, zeros_initializer
 from jitflow.ops.linalg import matmul
 from jitflow.ops.variable_scope import get_variable, get_variable_scope, variable_scope
+from jitflow.core import structure as _structure
 from jitflow.core.shapes import TensorShape, as_shape
+from jitflow.core.structure import flatten, is_nested, pack_sequence_as
 
 __all__ = ["RNNCell", "LayerRNNCell", "BasicRNNCell", "BasicLSTMCell", "LSTMCell", "GRUCell",
            "MultiRNNCell", "DropoutWrapper", "ResidualWrapper", "DeviceWrapper",
            "LSTMStateTuple"]
 
 
-# -- nested structures (tuples, lists, namedtuples, dicts by sorted key) ------------------------
-def is_nested(x) -> bool:
-    return isinstance(x, (list, tuple, dict))
-
-
-def flatten(struct) -> list:
-    """The leaves of a nested structure, in TF's order (dict entries by sorted key)."""
-    if isinstance(struct, dict):
-        return [x for k in sorted(struct) for x in flatten(struct[k])]
-    if isinstance(struct, (list, tuple)):
-        return [x for s in struct for x in flatten(s)]
-    return [struct]
-
-
-def pack_sequence_as(structure, flat: list):
-    """`flat` leaves in the shape of `structure`."""
-    flat = list(flat)
-    it = iter(flat)
-
-    def pack(s):
-        if isinstance(s, dict):
-            return type(s)((k, pack(s[k])) for k in sorted(s))
-        if isinstance(s, tuple) and hasattr(s, "_fields"):
-            return type(s)(*[pack(x) for x in s])
-        if isinstance(s, (list, tuple)):
-            return type(s)(pack(x) for x in s)
-        return next(it)
-
-    n = len(flatten(structure))
-    if n != len(flat):
-        raise ValueError(f"Could not pack sequence. Structure had {n} elements, but "
-                         f"flat_sequence had {len(flat)} elements.")
-    return pack(structure)
-
-
+# -- nested structures: jitflow/core/structure.py (sequence types are not compared, as TF1's
+# rnn code does not: a state may come back as a tuple where a list went in)
 def map_structure(fn: Callable, *structs):
     """`fn` applied leaf by leaf to structures of the same shape."""
-    for s in structs[1:]:
-        assert_same_structure(structs[0], s)
-    leaves = [flatten(s) for s in structs]
-    return pack_sequence_as(structs[0], [fn(*xs) for xs in zip(*leaves)])
+    return _structure.map_structure(fn, *structs, check_types=False)
 
 
 def assert_same_structure(a, b) -> None:
-    def same(x, y) -> bool:
-        if isinstance(x, dict) or isinstance(y, dict):
-            return (isinstance(x, dict) and isinstance(y, dict) and sorted(x) == sorted(y)
-                    and all(same(x[k], y[k]) for k in x))
-        if is_nested(x) or is_nested(y):
-            return (is_nested(x) and is_nested(y) and len(x) == len(y)
-                    and all(same(p, q) for p, q in zip(x, y)))
-        return True
-    if not same(a, b):
-        raise ValueError(f"The two structures don't have the same nested structure.\n\n"
-                         f"First structure: {a!r}\n\nSecond structure: {b!r}")
+    _structure.assert_same_structure(a, b, check_types=False)
 
 
 # -- helpers --------------------------------------------------------------------------------------

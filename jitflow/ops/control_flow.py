@@ -16,6 +16,8 @@ import numpy as np
 from jitflow.core import dtypes as _dtypes
 from jitflow.core import errors
 from jitflow.ops import functional as _fn
+from jitflow.core import structure as _structure
+from jitflow.core.structure import flatten, pack_sequence_as
 from jitflow.core.graph import (Operation, Tensor, convert_to_tensor, get_default_graph, make_op,
                                 name_scope)
 from jitflow.ops.registry import Example, register
@@ -113,36 +115,12 @@ register("CondPick", infer=_cond_infer, ref=_pick_ref, grad=_cond_pick_grad, kin
 
 
 # -- cond -----------------------------------------------------------------------------------------
-def _flatten(struct) -> list:
-    if isinstance(struct, dict):
-        return [x for k in sorted(struct) for x in _flatten(struct[k])]
-    if isinstance(struct, (list, tuple)):
-        return [x for s in struct for x in _flatten(s)]
-    return [struct]
-
-
-def _pack_like(struct, flat: list):
-    it = iter(flat)
-
-    def pack(s):
-        if isinstance(s, dict):
-            return type(s)((k, pack(s[k])) for k in sorted(s))
-        if isinstance(s, tuple) and hasattr(s, "_fields"):
-            return type(s)(*[pack(x) for x in s])
-        if isinstance(s, (list, tuple)):
-            return type(s)(pack(x) for x in s)
-        return next(it)
-    return pack(struct)
-
-
 def _same_structure(a, b) -> bool:
-    if isinstance(a, dict) or isinstance(b, dict):
-        return (isinstance(a, dict) and isinstance(b, dict) and sorted(a) == sorted(b)
-                and all(_same_structure(a[k], b[k]) for k in a))
-    seq = (list, tuple)
-    if isinstance(a, seq) or isinstance(b, seq):
-        return (isinstance(a, seq) and isinstance(b, seq) and len(a) == len(b)
-                and all(_same_structure(x, y) for x, y in zip(a, b)))
+    """Whether `a` and `b` nest alike (sequence types not compared, as TF1's cond does not)."""
+    try:
+        _structure.assert_same_structure(a, b, check_types=False)
+    except ValueError:
+        return False
     return True
 
 
@@ -182,7 +160,7 @@ def cond(pred, true_fn: Optional[Callable] = None, false_fn: Optional[Callable] 
         for fn in (true_fn, false_fn):
             with _fn.Region(graph) as region:
                 res = fn()
-                flat = _flatten(res) if res is not None else []
+                flat = flatten(res) if res is not None else []
                 conv = [x if isinstance(x, Operation) else convert_to_tensor(x) for x in flat]
             built.append((region, res, conv))
         (r_t, res_t, flat_t), (r_f, res_f, flat_f) = built
@@ -223,7 +201,7 @@ def cond(pred, true_fn: Optional[Callable] = None, false_fn: Optional[Callable] 
                              control_inputs=hoisted)
         it = iter(op.outputs)
         out = [op if k == "op" else next(it) for k in kinds]
-        result = _pack_like(res_t, out)
+        result = pack_sequence_as(res_t, out)
         if not strict and isinstance(result, (list, tuple)) and len(result) == 1 \
                 and not hasattr(result, "_fields"):
             result = result[0]
@@ -428,7 +406,7 @@ def _is_tensor_array(x) -> bool:
 def _loop_leaves(struct) -> list:
     """The loop variables' leaves: TensorArrays stand for their flow tensor."""
     out = []
-    for x in _flatten(struct):
+    for x in flatten(struct):
         if _is_tensor_array(x):
             out.append(x.flow)
         elif isinstance(x, Operation):
@@ -441,9 +419,9 @@ def _loop_leaves(struct) -> list:
 
 def _rewrap(struct, flat: list):
     """`flat` tensors in `struct`'s structure, TensorArrays rebuilt around their new flows."""
-    templates = _flatten(struct)
+    templates = flatten(struct)
     vals = [t.with_flow(f) if _is_tensor_array(t) else f for t, f in zip(templates, flat)]
-    return _pack_like(struct, vals)
+    return pack_sequence_as(struct, vals)
 
 
 def _shape_ok(out: TensorShape, inv: TensorShape) -> bool:
@@ -511,14 +489,14 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     single = not isinstance(loop_vars, (list, tuple))
     if not single and not loop_vars:
         raise ValueError("No loop variables provided")
-    with name_scope(name, "while", [x for x in _flatten(loop_vars) if isinstance(x, Tensor)]):
+    with name_scope(name, "while", [x for x in flatten(loop_vars) if isinstance(x, Tensor)]):
         graph = get_default_graph()
         inits = _loop_leaves(loop_vars)
         if shape_invariants is not None:
             if not _same_structure(shape_invariants, loop_vars):
                 raise ValueError("shape_invariants must have the same structure as loop_vars")
             invs = []
-            for x, s, t in zip(_flatten(loop_vars), _flatten(shape_invariants), inits):
+            for x, s, t in zip(flatten(loop_vars), flatten(shape_invariants), inits):
                 invs.append(t.shape if _is_tensor_array(x) or s is None else as_shape(s))
         else:
             invs = [t.shape for t in inits]
@@ -580,7 +558,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         # loop_vars gives a tuple) and unpacks a result of one tensor
         out = _rewrap(new, list(op.outputs[:len(inits)]))
         if not single and not return_same_structure and len(inits) == 1:
-            return _flatten(out)[0]
+            return flatten(out)[0]
         return out
 
 
@@ -730,7 +708,7 @@ _UNROLL = 32
 
 def _elems(elems, what: str) -> tuple:
     """(flat tensors, static length or None, dynamic length tensor)."""
-    flat = [convert_to_tensor(e) for e in _flatten(elems)]
+    flat = [convert_to_tensor(e) for e in flatten(elems)]
     if not flat:
         raise ValueError(f"{what}: elems must not be empty")
     for t in flat:
@@ -749,14 +727,14 @@ def _elems(elems, what: str) -> tuple:
 def _unrolled(flat: list, n: int, elems) -> list:
     from jitflow.ops.array import unstack
     columns = [unstack(t, num=n) for t in flat]
-    return [_pack_like(elems, [c[i] for c in columns]) for i in range(n)]
+    return [pack_sequence_as(elems, [c[i] for c in columns]) for i in range(n)]
 
 
 def _stack_results(results: list):
     from jitflow.ops.array import stack
-    flat = [[convert_to_tensor(x) for x in _flatten(r)] for r in results]
+    flat = [[convert_to_tensor(x) for x in flatten(r)] for r in results]
     stacked = [stack([f[i] for f in flat]) for i in range(len(flat[0]))]
-    return _pack_like(results[0], stacked)
+    return pack_sequence_as(results[0], stacked)
 
 
 def _input_arrays(flat: list, n):
@@ -766,7 +744,7 @@ def _input_arrays(flat: list, n):
 
 
 def _slices(tas: list, elems, i):
-    return _pack_like(elems, [ta.read(i) for ta in tas])
+    return pack_sequence_as(elems, [ta.read(i) for ta in tas])
 
 
 def map_fn(fn: Callable, elems, dtype=None, parallel_iterations=None, back_prop: bool = True,
@@ -777,20 +755,20 @@ def map_fn(fn: Callable, elems, dtype=None, parallel_iterations=None, back_prop:
     """
     if not callable(fn):
         raise TypeError("fn must be callable.")
-    with name_scope(name, "map", _flatten(elems)):
+    with name_scope(name, "map", flatten(elems)):
         flat, n_static, n = _elems(elems, "map_fn")
         if n_static is not None and 0 < n_static <= _UNROLL:
             return _stack_results([fn(x) for x in _unrolled(flat, n_static, elems)])
         from jitflow.ops.tensor_array import TensorArray
         out_struct = dtype if dtype is not None else elems
-        out_dtypes = [_dtypes.as_dtype(d) for d in _flatten(dtype)] if dtype is not None \
+        out_dtypes = [_dtypes.as_dtype(d) for d in flatten(dtype)] if dtype is not None \
             else [t.dtype for t in flat]
         tas = _input_arrays(flat, n)
         accs = [TensorArray(d, size=n, infer_shape=infer_shape) for d in out_dtypes]
 
         def body(i, *accs):
             y = fn(_slices(tas, elems, i))
-            ys = _flatten(y)
+            ys = flatten(y)
             if len(ys) != len(accs):
                 raise ValueError("The structure of fn's result does not match dtype: "
                                  f"{len(ys)} results for {len(accs)} dtypes")
@@ -802,7 +780,7 @@ def map_fn(fn: Callable, elems, dtype=None, parallel_iterations=None, back_prop:
         for t in out:
             if n_static is not None and t.shape.ndims is not None:
                 t.set_shape([n_static] + t.shape.as_list()[1:])
-        return _pack_like(out_struct, out)
+        return pack_sequence_as(out_struct, out)
 
 
 def constant_i32(v: int) -> Tensor:
@@ -815,7 +793,7 @@ def scan(fn: Callable, elems, initializer=None, parallel_iterations: int = 10,
     """`tf.scan`: the running accumulation `a = fn(a, x)` over axis 0, each `a` stacked."""
     if not callable(fn):
         raise TypeError("fn must be callable.")
-    with name_scope(name, "scan", _flatten(elems)):
+    with name_scope(name, "scan", flatten(elems)):
         flat, n_static, n = _elems(elems, "scan")
         if n_static is not None and 0 < n_static <= _UNROLL:
             items = _unrolled(flat, n_static, elems)
@@ -841,14 +819,14 @@ def scan(fn: Callable, elems, initializer=None, parallel_iterations: int = 10,
         else:
             a0 = initializer
             start = 0
-        a0_flat = [convert_to_tensor(x) for x in _flatten(a0)]
+        a0_flat = [convert_to_tensor(x) for x in flatten(a0)]
         accs = [TensorArray(t.dtype, size=n, infer_shape=infer_shape) for t in a0_flat]
         if start:
             accs = [ta.write(index(constant_i32(0)), t) for ta, t in zip(accs, a0_flat)]
 
         def body(i, a, *accs):
-            a2 = fn(_pack_like(a0, a), _slices(tas, elems, index(i)))
-            a2_flat = [convert_to_tensor(x) for x in _flatten(a2)]
+            a2 = fn(pack_sequence_as(a0, a), _slices(tas, elems, index(i)))
+            a2_flat = [convert_to_tensor(x) for x in flatten(a2)]
             return (i + 1, a2_flat) + tuple(ta.write(index(i), t)
                                              for ta, t in zip(accs, a2_flat))
 
@@ -856,14 +834,14 @@ def scan(fn: Callable, elems, initializer=None, parallel_iterations: int = 10,
                          [constant_i32(start), a0_flat] + accs,
                          parallel_iterations=parallel_iterations, back_prop=back_prop)
         out = [ta.stack() for ta in res[2:]]
-        return _pack_like(a0, out)
+        return pack_sequence_as(a0, out)
 
 
 def _fold_over(fn: Callable, elems, initializer, reverse: bool, what: str, name,
                back_prop: bool = True):
     if not callable(fn):
         raise TypeError("fn must be callable.")
-    with name_scope(name, what, _flatten(elems)):
+    with name_scope(name, what, flatten(elems)):
         flat, n_static, n = _elems(elems, what)
         if n_static is not None and 0 < n_static <= _UNROLL:
             items = _unrolled(flat, n_static, elems)
@@ -885,15 +863,15 @@ def _fold_over(fn: Callable, elems, initializer, reverse: bool, what: str, name,
             a0, start = _slices(tas, elems, index(constant_i32(0))), 1
         else:
             a0, start = initializer, 0
-        a0_flat = [convert_to_tensor(x) for x in _flatten(a0)]
+        a0_flat = [convert_to_tensor(x) for x in flatten(a0)]
 
         def body(i, a):
-            a2 = fn(_pack_like(a0, a), _slices(tas, elems, index(i)))
-            return i + 1, [convert_to_tensor(x) for x in _flatten(a2)]
+            a2 = fn(pack_sequence_as(a0, a), _slices(tas, elems, index(i)))
+            return i + 1, [convert_to_tensor(x) for x in flatten(a2)]
 
         _, a = while_loop(lambda i, a: i < n, body, [constant_i32(start), a0_flat],
                           back_prop=back_prop)
-        return _pack_like(a0, a)
+        return pack_sequence_as(a0, a)
 
 
 def foldl(fn: Callable, elems, initializer=None, parallel_iterations: int = 10,
