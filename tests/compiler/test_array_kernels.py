@@ -1,4 +1,4 @@
-"""Array ops compiled into kernels (jitflow/compiler/array_kernels.py): slicing, gather,
+"""Array ops compiled into kernels (their lowerings in jitflow/ops/): slicing, gather,
 concat/stack/unstack/split and their gradients equal the interpreter, run on kernels only (no
 reference step, no fallback warning), with `None` dims, and raise TF1's errors before any
 variable is written."""

@@ -1,4 +1,4 @@
-"""Convolutions and pooling compile to native kernels (nnlib.py via window_kernels.py) that agree
+"""Convolutions and pooling compile to native kernels (nnlib.py, called by the kernels) that agree
 with the interpreter for every configuration, with no fallback warning; a new batch or image
 size reuses the machine code; split training steps write their variables in place."""
 from __future__ import annotations
