@@ -788,32 +788,38 @@ def _compile_program(sess, flat: list, targets: list, feeds: list,
             "results": list(layout["results"])}
 
 
-# the helper libraries generated kernels import: (module, what its copy is called)
-_LIBRARIES = (("vecmath", "vectorizable math helpers"), ("nnlib", "window-op helpers"))
+# the helper libraries generated kernels import: (module, what its copy is called), a library
+# before the ones it imports
+_LIBRARIES = (("mathlib", "the kernels' primitives"), ("vecmath", "vectorizable math helpers"),
+              ("nnlib", "window-op helpers"))
 
 
 def _library_import(lib: str):
-    return re.compile(rf"^from jitflow\.backends\.numba_cpu import {lib} as (\w+)\n"
-                      rf"|^from jitflow\.backends\.numba_cpu\.{lib} import [\w, ]+\n", re.M)
+    return re.compile(rf"^from jitflow\.backends\.numba_cpu import {lib} as (\w+)"
+                      rf"(?:  #[^\n]*)?\n"
+                      rf"|^from jitflow\.backends\.numba_cpu\.{lib} import [\w, ]+"
+                      rf"(?:  #[^\n]*)?\n", re.M)
 
 
 def _inline_vecmath(source: str) -> str:
-    """Replace the kernel's imports of jitflow's helper libraries (vecmath, nnlib) by copies.
+    """Replace the kernel's imports of jitflow's helper libraries (mathlib, vecmath, nnlib) by
+    copies, and the libraries' imports of each other likewise.
 
     Each library needs only numpy and numba; its text goes into the exported module (without
-    its docstring), and `_vm.exp32` becomes `exp32`. Top-level names of the copies must not
+    its docstring), and `_jf.exp` becomes `exp`. Top-level names of the copies must not
     collide with each other, the generated code or the loader; a collision is an error.
     """
     import ast
     import importlib
     import inspect
 
-    copies = []
+    copies = []   # [lib, what, text], in the order found
     kernel = source
     for lib, what in _LIBRARIES:
         pattern = _library_import(lib)
-        aliases = [m.group(1) for m in pattern.finditer(kernel)]
-        if not aliases:
+        texts = [kernel] + [c[2] for c in copies]
+        aliases = [m.group(1) for t in texts for m in pattern.finditer(t)]
+        if not any(pattern.search(t) for t in texts):
             continue
         module = importlib.import_module(f"jitflow.backends.numba_cpu.{lib}")
         helpers = inspect.getsource(module)
@@ -822,15 +828,22 @@ def _inline_vecmath(source: str) -> str:
             helpers = "\n".join(helpers.splitlines()[body[0].end_lineno:])
         helpers = re.sub(r"^from __future__ import annotations\n", "", helpers, flags=re.M)
         helpers = _without_cache_token(helpers)
-        kernel = pattern.sub("", kernel)
-        for alias in filter(None, aliases):
-            kernel = re.sub(rf"\b{alias}\.", "", kernel)
-        copies.append((lib, what, helpers))
+
+        def strip(text: str) -> str:
+            text = pattern.sub("", text)
+            for alias in set(filter(None, aliases)):
+                text = re.sub(rf"\b{alias}\.", "", text)
+            return text
+        kernel = strip(kernel)
+        for c in copies:
+            c[2] = strip(c[2])
+        copies.append([lib, what, helpers])
     if not copies:
         return source
     ours = _top_level_names(kernel) | _top_level_names(LOADER_SOURCE) | {"SIGNATURE_ID",
                                                                           "ENTRY"}
-    shared = {"math", "np", "numba", "os", "__all__", "FUNCS"}
+    shared = {"math", "np", "numba", "os", "__all__", "FUNCS", "types", "intrinsic",
+              "ctypes", "lir", "llb", "cgutils"}
     seen: set = set()
     for lib, _, helpers in copies:
         names = _top_level_names(helpers)
@@ -840,7 +853,7 @@ def _inline_vecmath(source: str) -> str:
                                       "clash with the generated module")
         seen |= names
     text = ""
-    for lib, what, helpers in copies:
+    for lib, what, helpers in reversed(copies):
         text += (f"# ---- {what} (a copy of jitflow.backends.numba_cpu.{lib}) ".ljust(99, "-")
                  + "\n"
                  + helpers.strip() + "\n\n\n")

@@ -244,7 +244,7 @@ def test_background_mode_answers_before_its_kernel_is_compiled(monkeypatch):
 
 # -- lowerings that save compile time ---------------------------------------------------------
 @pytest.mark.parametrize("dtype", [tf.float32, tf.float64])
-def test_sums_over_leading_axes_call_the_column_sum_and_match_the_interpreter(dtype):
+def test_sums_over_leading_axes_accumulate_in_float64_and_match_the_interpreter(dtype):
     x = tf.placeholder(dtype, [None, 3, 4])
     xx = x * 2.0
     fetches = [tf.reduce_sum(xx, 0), tf.reduce_mean(xx, [0, 1]),
@@ -259,7 +259,7 @@ def test_sums_over_leading_axes_call_the_column_sum_and_match_the_interpreter(dt
                 src = sess.inspect(fetches, feed)
             with tf.Session(backend="interpreter") as sess:
                 want = sess.run(fetches, feed)
-        assert src.count("colsum") == 4
+        assert src.count("np.float64(0.0)") >= 4   # a float64 accumulator per reduction
         assert_same_result(got, want, 1e-6, 1e-6)
 
 

@@ -27,7 +27,8 @@ import numpy as np
 from jitflow.backends.base import CodegenError, decode_check_error, fallback_warning
 from jitflow.backends.numba_cpu import background as _bg
 from jitflow.backends.numba_cpu import cache as _cache
-from jitflow.backends.numba_cpu.emit import LIBRARY, generate_function
+from jitflow.backends.numba_cpu import vecmath_names
+from jitflow.backends.numba_cpu.emit import poison_enabled
 from jitflow.compiler import ir as _ir
 from jitflow.compiler import lower as _lower
 from jitflow.compiler.program import Segment
@@ -42,8 +43,8 @@ STATS = _cache.STATS
 
 # no cfunc wrapper: nothing takes a kernel's address as a C function, and building one costs
 # Numba lowering and LLVM time for every kernel
-DECORATOR = ('@numba.njit(cache={cache}, error_model="numpy", fastmath={"contract"}, '
-              'nogil=True, no_cfunc_wrapper=True)')
+DECORATOR = ('@numba.njit(cache={cache}, error_model="numpy", nogil=True, '
+             'no_cfunc_wrapper=True)')
 
 
 TAG = re.compile(r"  # [^\n]*$", re.M)
@@ -79,11 +80,33 @@ def vecmath_table() -> tuple:
 
 def guard_vecmath_caches() -> None:
     """Let Numba read only private cache files for the math helpers (once per process)."""
+    from jitflow.backends.numba_cpu import blas
+    blas.bind()   # before mathlib (which kernels import) would bind it the slow way
     if not _GUARDED:
         _GUARDED.append(True)
         from jitflow.backends.numba_cpu import nnlib, vecmath
         for fn in list(getattr(vecmath, "FUNCS", {}).values()) + list(nnlib.CACHED):
             _cache._guard_numba_cache(fn)
+
+
+def mathlib_import_line() -> str:
+    """The import of mathlib.py in a kernel module, with a token that changes whenever
+    mathlib.py or vecmath.py changes (kernels cached on disk are keyed by their text)."""
+    return (f"# mathlib {_file_token('mathlib.py')} {vecmath_names.cache_token()}\n"
+            "from jitflow.backends.numba_cpu import mathlib as _jf\n")
+
+
+_TOKENS: dict = {}
+
+
+def _file_token(name: str) -> str:
+    tok = _TOKENS.get(name)
+    if tok is None:
+        import hashlib
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
+        with open(path, "rb") as fh:
+            tok = _TOKENS[name] = hashlib.sha256(fh.read()).hexdigest()[:16]
+    return tok
 
 
 def module_source(fn_source: str, vm_import: str) -> str:
@@ -104,7 +127,7 @@ def nnlib_import_line() -> str:
         with open(path, "rb") as fh:
             _NNLIB_TOKEN.append(hashlib.sha256(fh.read()).hexdigest()[:16])
     return (f"# nnlib {_NNLIB_TOKEN[0]}\n"
-            f"from jitflow.backends.numba_cpu import nnlib as {LIBRARY}\n")
+            "from jitflow.backends.numba_cpu import nnlib as _nn\n")
 
 
 class Compiled:
@@ -182,10 +205,19 @@ def generate_segment(seg: Segment, in_arrays, var_arrays, reason: str) -> Compil
         c.cache_source = None
         c.var_order = None if order == list(range(len(seg.var_ops))) else order
         return c
-    vm_names, vm_import = vecmath_table()
-    tagged = generate_function(kernel, "kernel", vm_names)
+    from jitflow.backends.numba_cpu import pyprint
+    from jitflow.compiler import loopgen
+    from jitflow.compiler.loops import Unsupported as LoopUnsupported
+    libm = vecmath_names.use_libm()
+    poison = poison_enabled()
+    try:
+        lk = loopgen.lower_kernel(kernel, libm=libm)
+    except LoopUnsupported as e:
+        raise _lower.Unsupported(str(e)) from None
+    vm_import = mathlib_import_line()
+    tagged = pyprint.print_function(lk, "kernel", poison=poison)
     body = TAG.sub("", tagged)
-    if f"{LIBRARY}." in body:   # convolutions and pooling call the window-op library
+    if "_nn." in body:   # convolutions and pooling call the window-op library
         vm_import += nnlib_import_line()
     source = module_source(body, vm_import)
     try:
@@ -211,7 +243,8 @@ def generate_segment(seg: Segment, in_arrays, var_arrays, reason: str) -> Compil
     # None: the kernel takes the variables in the segment's order (the common case)
     c.var_order = None if order == list(range(len(seg.var_ops))) else order
     if config.threads() > 1 and PAR_STATE.get("ok", True):
-        par = TAG.sub("", generate_function(kernel, "kernel", vm_names, parallel=True))
+        par = TAG.sub("", pyprint.print_function(loopgen.lower_kernel(kernel, True, libm),
+                                                 "kernel", parallel=True, poison=poison))
         if "numba.prange" in par:
             c.par_source = (module_source(par, vm_import)
                             .replace(DECORATOR, PAR_DECORATOR))

@@ -45,7 +45,8 @@ __all__ = ["conv2d", "conv2d_input_grad", "conv2d_filter_grad", "conv2d_w",
 
 _COL_ELEMS = 1 << 18     # elements of one block of im2col patches (1 MiB of float32)
 _FEW_CHANNELS = 3        # inputs with at most this many channels use transposed patches
-_OPTIONS = dict(error_model="numpy", fastmath={"contract"}, nogil=True)
+# strict IEEE (no FMA contraction): the routines round the same wherever they are compiled
+_OPTIONS = dict(error_model="numpy", nogil=True)
 _NO_CFUNC = dict(no_cfunc_wrapper=True)   # called from kernels and Python only
 # compiled once per machine: Numba caches them on disk (jitflow lets it read only private cache
 # files, see cpu._guard_vecmath_caches); an exported module's copy compiles them in memory

@@ -1,0 +1,263 @@
+"""The fast path: kernels in the loop-level form compiled to native code by LLVM directly
+(llvmlite), without Numba, and the Python callable around each.
+
+`build(lk, level)` prints the kernel (llvmgen.py), compiles it in this process's LLVM engine of
+that level and returns `fn(ins, vs) -> tuple`, the Numba kernels' calling convention (same
+results, same `ValueError("jitflow:<op>:<what>")` on a failed check). Levels:
+
+- "quick": a few cheap function passes and the code generator's fast instruction selector;
+  milliseconds, for the first runs of a kernel;
+- "opt": an optimizing pipeline with the loop and SLP vectorizers (the speed of the Numba
+  kernels), compiled on the compiler thread while "quick" code serves.
+
+Both compile the same IR with strict IEEE arithmetic: they give the same bits, and the same as
+the Numba kernels printed from the same loop form (pyprint.py).
+
+The wrapper is Python: it reads the operands' shapes, evaluates every symbolic dim the IR
+needs (pytext.dim_text: the same text the Numba kernel evaluates), runs the dim checks,
+allocates every buffer and makes one call into the LLVM function through ctypes.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import threading
+
+import numpy as np
+
+from jitflow.backends.base import ERROR_PREFIX
+from jitflow.backends.numba_cpu import blas, mathir
+from jitflow.backends.numba_cpu.llvmgen import LLVMKernel, print_llvm
+from jitflow.backends.numba_cpu.pyprint import POISON
+from jitflow.backends.pytext import dim_text
+from jitflow.compiler.loops import Buf, Lit, Load, Local, LoopKernel, Unsupported
+
+__all__ = ["build", "compile_ir", "warm_up", "NotReady", "STATS", "LEVELS"]
+
+LEVELS = ("quick", "opt")
+#: counters: kernels built per level, cache hits
+STATS: dict = {"built": 0, "quick": 0, "opt": 0, "shared": 0}
+
+
+class NotReady(Unsupported):
+    """The kernel calls window routines whose entry points are still being built
+    (nnlib_c.py); ask again later."""
+
+
+# -- engines --------------------------------------------------------------------------------------
+_LOCK = threading.RLock()
+_STATE: dict = {}
+
+
+def warm_up() -> None:
+    """Load LLVM and make the quick engine now (~45 ms, once per process)."""
+    _engine("quick")
+
+
+def _llvm():
+    llvm = _STATE.get("llvm")
+    if llvm is None:
+        import llvmlite.binding as llvm
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        libm = ctypes.util.find_library("m")
+        if libm:
+            try:
+                llvm.load_library_permanently(libm)
+            except RuntimeError:
+                pass
+        _STATE["llvm"] = llvm
+    return llvm
+
+
+def _engine(level: str):
+    """The process's execution engine for `level` (made on first use)."""
+    ee = _STATE.get(("engine", level))
+    if ee is not None:
+        return ee
+    with _LOCK:
+        ee = _STATE.get(("engine", level))
+        if ee is None:
+            llvm = _llvm()
+            target = llvm.Target.from_default_triple()
+            tm = target.create_target_machine(cpu=llvm.get_host_cpu_name(),
+                                              features=llvm.get_host_cpu_features().flatten(),
+                                              opt=0 if level == "quick" else 3, jit=True)
+            ctx = llvm.create_context()
+            ee = llvm.create_mcjit_compiler(llvm.parse_assembly("", context=ctx), tm)
+            _STATE[("engine", level)] = ee
+            _STATE[("tm", level)] = tm
+            _STATE[("ctx", level)] = ctx
+    return ee
+
+
+def _optimize(mod, level: str) -> None:
+    llvm = _llvm()
+    tm = _STATE[("tm", level)]
+    key = ("pb", level)
+    pb = _STATE.get(key)
+    if pb is None:
+        pto = llvm.create_pipeline_tuning_options(speed_level=1 if level == "quick" else 3)
+        if level != "quick":
+            pto.loop_vectorization = True
+            pto.slp_vectorization = True
+        pb = _STATE[key] = llvm.create_pass_builder(tm, pto)
+    if level != "quick":
+        pb.getModulePassManager().run(mod, pb)
+        return
+    # scalars out of their stack slots, then the cheap clean-ups (the rest is the code
+    # generator's)
+    pm = llvm.create_new_function_pass_manager()
+    pm.add_sroa_pass()
+    pm.add_instruction_combine_pass()
+    pm.add_simplify_cfg_pass()
+    for f in mod.functions:
+        if not f.is_declaration:
+            pm.run(f, pb)
+
+
+def compile_ir(text: str, name: str, level: str, libraries=()) -> int:
+    """Compile LLVM IR text into the engine of `level`, linking in the IR texts `libraries`
+    (jitflow's math functions); the address of function `name`."""
+    with _LOCK:
+        ee = _engine(level)
+        llvm = _llvm()
+        ctx = _STATE[("ctx", level)]
+        mod = llvm.parse_assembly(text, context=ctx)
+        for lib in libraries:
+            mod.link_in(llvm.parse_assembly(lib, context=ctx))
+        mod.verify()
+        _optimize(mod, level)
+        ee.add_module(mod)
+        ee.finalize_object()
+        return ee.get_function_address(name)
+
+
+# -- symbols the kernels call ---------------------------------------------------------------------
+def _math_name(fn: str, dtype: str) -> str:
+    """The name of jitflow's math function (fn, dtype) (mathir.py: linked in by compile_ir)."""
+    if (fn, dtype) not in mathir.FUNCTIONS:
+        raise Unsupported(f"math function {fn} of {dtype}")
+    return f'"{mathir.function_name(fn, dtype)}"'
+
+
+
+def _nnlib_symbol(fn: str, dtype: str) -> str:
+    from jitflow.backends.numba_cpu import background, nnlib_c
+    addr = nnlib_c.address(fn, dtype, wait=background.mode() == "tier1")
+    if addr is None:
+        raise NotReady(f"{fn} of {dtype} is being built")
+    if not addr:
+        raise Unsupported(f"library call {fn} of {dtype} could not be built")
+    sym = f"jitflow_nn_{fn}_{dtype}"
+    with _LOCK:
+        if _STATE.get(("sym", sym)) != addr:
+            _llvm().add_symbol(sym, addr)
+            _STATE[("sym", sym)] = addr
+    return sym
+
+
+# -- the Python wrapper ---------------------------------------------------------------------------
+def _shape_text(dims) -> str:
+    return "(" + "".join(dim_text(d) + ", " for d in dims) + ")"
+
+
+def _wrapper_source(lk: LoopKernel, lg: LLVMKernel, lits: list, poison: bool) -> str:
+    """The Python function around the LLVM one: shapes, checks, buffers, one call, results
+    (literal results are appended to `lits`)."""
+    L = ["def kernel(ins, vs):"]
+    for b in lk.inputs:
+        L.append(f"    {b.name} = ins[{b.slot}]")
+        if b.rank:
+            L.append(f"    {''.join(f'd{b.slot}_{j}, ' for j in range(b.rank))}= {b.name}.shape")
+    for b in lk.variables:
+        L.append(f"    {b.name} = vs[{b.slot}]")
+        if b.rank:
+            L.append(f"    {''.join(f'e{b.slot}_{j}, ' for j in range(b.rank))}= {b.name}.shape")
+    if lk.dim_checks:
+        cond = " or ".join(f"{dim_text(a)} != {dim_text(b)}" for a, b, _, _ in lk.dim_checks)
+        L.append(f"    if {cond}:")
+        op, what = lk.dim_checks[0][2], lk.dim_checks[0][3]
+        L.append(f"        raise ValueError({f'{ERROR_PREFIX}{op}:{what}'!r})")
+
+    def new(b: Buf) -> str:
+        shape = _shape_text(b.dims)
+        dt = "_np.bool_" if b.dtype == "bool" else f"_np.{b.dtype}"
+        if poison and b.poison:
+            return f"_np.full({shape}, {POISON.get(b.dtype, '0')}, {dt})"
+        return f"_np.empty({shape}, {dt})"
+    made = {b.name for b in list(lk.inputs) + list(lk.variables)}
+    for b in lk.buffers:
+        if b.name not in made:
+            made.add(b.name)
+            L.append(f"    {b.name} = {new(b)}")
+    for src, out in lk.views:
+        if out.name not in made:
+            made.add(out.name)
+            L.append(f"    {out.name} = {src.name}.reshape({_shape_text(out.dims)})")
+    for i, dt in lk.scalar_results:
+        L.append(f"    r{i} = _np.empty((), _np.{'bool_' if dt == 'bool' else dt})")
+        made.add(f"r{i}")
+    parts = []
+    for kind, key in lg.slots:
+        if kind == "ptr":
+            if key not in made:
+                raise Unsupported(f"no buffer for {key}")
+            parts.append(f"{key}.ctypes.data")
+        else:
+            parts.append(dim_text(key))
+    L.append(f"    _a = _np.array(({''.join(p + ', ' for p in parts)}), _np.int64)")
+    L.append("    _rc = _fn(_a.ctypes.data)")
+    L.append("    if _rc:")
+    L.append("        raise ValueError(_ERRORS[_rc])")
+    res = []
+    for i, r in enumerate(lk.results):
+        if isinstance(r, Buf):
+            res.append(f"{r.name}.copy()" if r.kind == "in" else r.name)
+        elif isinstance(r, Lit) and i not in dict(lk.scalar_results):
+            lits.append(np.array(r.value, lk.result_dtypes[i])[()])
+            res.append(f"_LITS[{len(lits) - 1}]")
+        else:
+            res.append(f"r{i}[()]")
+    L.append(f"    return ({''.join(x + ', ' for x in res)})")
+    return "\n".join(L) + "\n"
+
+
+_CACHE: dict = {}   # (IR text, wrapper source, level) -> callable (identical kernels share)
+_CFN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
+_NAME = "jitflow_kernel"
+
+
+def build(lk: LoopKernel, level: str = "quick", poison: bool = False):
+    """The fast-path callable of kernel `lk`: `fn(ins, vs) -> tuple`. Identical kernels share
+    their code. Raises `Unsupported` (or `NotReady`: window routines still being built)."""
+    blas.bind()
+    lg = print_llvm(lk, _NAME, _math_name, _nnlib_symbol)
+    lits: list = []
+    src = _wrapper_source(lk, lg, lits, poison)
+    key = (lg.text, src, level, tuple((x.dtype.name, repr(x)) for x in lits))
+    fn = _CACHE.get(key)
+    if fn is not None:
+        STATS["shared"] += 1
+        return fn
+    with _LOCK:
+        _STATE["n"] = _STATE.get("n", 0) + 1
+        name = f"jitflow_k{_STATE['n']}"
+    text = lg.text.replace(f"@{_NAME}(", f"@{name}(", 1)
+    addr = compile_ir(text, name, level, [mathir.function_ir(f, d) for f, d in sorted(lg.math)])
+    cfn = _CFN(addr)
+    errors = {i + 1: f"{ERROR_PREFIX}{op}:{what}" for i, (op, what) in enumerate(lk.errors)}
+    env = {"_np": np, "np": np, "_fn": cfn, "_ERRORS": errors, "_LITS": lits, "min": min,
+           "max": max}
+    exec(compile(src, f"<jitflow {level} kernel>", "exec"), env)
+    fn = env["kernel"]
+    fn.llvm_ir = text
+    fn.wrapper_source = src
+    fn.level = level
+    STATS["built"] += 1
+    STATS[level] += 1
+    _CACHE[key] = fn
+    return fn
+
+
+_ = Load, Local
