@@ -790,24 +790,32 @@ def _compile_program(sess, flat: list, targets: list, feeds: list,
 
 # the helper libraries generated kernels import: (module, what its copy is called), a library
 # before the ones it imports
-_LIBRARIES = (("mathlib", "the kernels' primitives"), ("vecmath", "vectorizable math helpers"),
+_LIBRARIES = (("mathlib", "the kernels' primitives"), ("mathir", "the math library's IR"),
               ("nnlib", "window-op helpers"))
 
 
 def _library_import(lib: str):
-    return re.compile(rf"^from jitflow\.backends\.numba_cpu import {lib} as (\w+)"
+    return re.compile(rf"^from jitflow\.backends\.numba_cpu import {lib}(?: as (\w+))?"
                       rf"(?:  #[^\n]*)?\n"
                       rf"|^from jitflow\.backends\.numba_cpu\.{lib} import [\w, ]+"
                       rf"(?:  #[^\n]*)?\n", re.M)
 
 
+def _strip_import(text: str, pattern, aliases: set) -> str:
+    """`text` without the library's import lines and its `alias.` prefixes."""
+    text = pattern.sub("", text)
+    for alias in aliases:
+        text = re.sub(rf"\b{alias}\.", "", text)
+    return text
+
+
 def _inline_vecmath(source: str) -> str:
-    """Replace the kernel's imports of jitflow's helper libraries (mathlib, vecmath, nnlib) by
+    """Replace the kernel's imports of jitflow's helper libraries (mathlib, mathir, nnlib) by
     copies, and the libraries' imports of each other likewise.
 
-    Each library needs only numpy and numba; its text goes into the exported module (without
-    its docstring), and `_jf.exp` becomes `exp`. Top-level names of the copies must not
-    collide with each other, the generated code or the loader; a collision is an error.
+    Each library needs only numpy, numba and llvmlite; its text goes into the exported module
+    (without its docstring), and `_jf.exp` becomes `exp`. Top-level names of the copies must
+    not collide with each other, the generated code or the loader; a collision is an error.
     """
     import ast
     import importlib
@@ -818,9 +826,11 @@ def _inline_vecmath(source: str) -> str:
     for lib, what in _LIBRARIES:
         pattern = _library_import(lib)
         texts = [kernel] + [c[2] for c in copies]
-        aliases = [m.group(1) for t in texts for m in pattern.finditer(t)]
-        if not any(pattern.search(t) for t in texts):
+        found = [m for t in texts for m in pattern.finditer(t)]
+        if not found:
             continue
+        aliases = {m.group(1) or lib for m in found if not m.group(0).startswith(
+            f"from jitflow.backends.numba_cpu.{lib} ")}
         module = importlib.import_module(f"jitflow.backends.numba_cpu.{lib}")
         helpers = inspect.getsource(module)
         body = ast.parse(helpers).body
@@ -828,22 +838,16 @@ def _inline_vecmath(source: str) -> str:
             helpers = "\n".join(helpers.splitlines()[body[0].end_lineno:])
         helpers = re.sub(r"^from __future__ import annotations\n", "", helpers, flags=re.M)
         helpers = _without_cache_token(helpers)
-
-        def strip(text: str) -> str:
-            text = pattern.sub("", text)
-            for alias in set(filter(None, aliases)):
-                text = re.sub(rf"\b{alias}\.", "", text)
-            return text
-        kernel = strip(kernel)
+        kernel = _strip_import(kernel, pattern, aliases)
         for c in copies:
-            c[2] = strip(c[2])
+            c[2] = _strip_import(c[2], pattern, aliases)
         copies.append([lib, what, helpers])
     if not copies:
         return source
     ours = _top_level_names(kernel) | _top_level_names(LOADER_SOURCE) | {"SIGNATURE_ID",
                                                                           "ENTRY"}
     shared = {"math", "np", "numba", "os", "__all__", "FUNCS", "types", "intrinsic",
-              "ctypes", "lir", "llb", "cgutils"}
+              "ctypes", "lir", "llb", "cgutils", "ir"}
     seen: set = set()
     for lib, _, helpers in copies:
         names = _top_level_names(helpers)

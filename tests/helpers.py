@@ -140,3 +140,18 @@ def conv_direct_sums(x, f, g, pad):
         df[i, j] = np.einsum("nyzc,nyzk->ck", win, g)
         dxp[:, i:i + oh, j:j + ow] += g @ f[i, j].T
     return y, dxp[:, pad:pad + h, pad:pad + w], df
+
+
+def same_bits(a, b) -> bool:
+    """Whether two results are the same to the bit, NaNs aside: every non-NaN element has the
+    same bits (so -0.0 and 0.0 differ), and NaNs sit at the same places (their sign and payload
+    are not defined by IEEE 754 arithmetic, and LLVM does not keep them)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.dtype.kind in "fc":
+        na, nb = np.isnan(a), np.isnan(b)
+        if not np.array_equal(na, nb):
+            return False
+        a, b = np.where(na, 0, a), np.where(nb, 0, b)
+    return a.tobytes() == b.tobytes()

@@ -34,8 +34,8 @@ from typing import Optional
 
 import numpy as np
 
-__all__ = ["Lit", "Local", "DimOf", "Load", "Prim", "Let", "Var", "Set", "Store", "For", "If",
-           "Fail", "Call", "Alloc", "View", "Copy", "Buf", "LoopKernel", "PRIMS", "FLOATS",
+__all__ = ["walk", "Lit", "Local", "DimOf", "Load", "Prim", "Let", "Var", "Set", "Store", "For",
+           "If", "Fail", "Call", "Alloc", "View", "Copy", "Buf", "LoopKernel", "PRIMS", "FLOATS",
            "REG", "Scalars", "Unsupported", "reg_type", "float_bits"]
 
 FLOATS = ("float32", "float64")
@@ -721,3 +721,14 @@ class Scalars:
 def double_bits(v: float) -> int:
     """The IEEE bits of a float64 (for printers that spell literals exactly)."""
     return struct.unpack("<Q", struct.pack("<d", float(v)))[0]
+
+
+def walk(stmts: list):
+    """Every statement of `stmts`, nested ones included (depth first)."""
+    for s in stmts:
+        yield s
+        if isinstance(s, For):
+            yield from walk(s.body)
+        elif isinstance(s, If):
+            yield from walk(s.then)
+            yield from walk(s.orelse)

@@ -30,8 +30,8 @@ sums, long IR for Numba's superlinear passes), so the bound counts such a reduct
 whole; the forward graphs (33-53), the metrics update (24) and train 50 (19; its whole kernel
 was the better one, a loss this bound accepts) are cut.
 
-Tier 1 compiles any length in linear time and serves while Numba compiles in the background,
-so a slower Numba compile delays only the upgrade.
+The default LLVM path compiles any length in about linear time (its quick level serves while
+the optimized one is built), so these bounds matter most to JITFLOW_COMPILE=numba.
 
 Where to cut is decided by content, not by position (content-defined chunking): every op gets
 a token from its type, dtypes and how its inputs are wired (the distance back to each nearby

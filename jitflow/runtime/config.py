@@ -50,13 +50,10 @@ class Var:
 VARS: dict = {v.name: v for v in [
     Var("JITFLOW_BACKEND", "numba", "backend of `tf.Session()`: `numba` (CPU), `interpreter` "
         "(NumPy references) or `cuda` (NVIDIA GPU)", _lower, ("numba", "interpreter", "cuda")),
-    Var("JITFLOW_COMPILE", "background", "when kernels compile: `background` (runs never "
-        "wait: tier 1 or the references until the Numba kernel is ready, compiled by a helper "
-        "process), `thread` (the same on a thread), `sync` (runs wait for Numba), `tier1` "
-        "(tier 1 only, never Numba)", _lower, ("background", "thread", "sync", "tier1")),
-    Var("JITFLOW_TIER1", "1", "`0`: no tier 1 while a kernel compiles (the references run)",
-        _flag),
-    Var("JITFLOW_TIER1_OPT", "0", "LLVM code generator level of tier 1 (0-3)", _int),
+    Var("JITFLOW_COMPILE", "auto", "how kernels compile: `auto` (quick code at once, optimized "
+        "code on a thread), `sync` (optimized code at once), `quick` (quick code only), "
+        "`numba` (Numba kernels); every mode gives the same bits", _lower,
+        ("auto", "sync", "quick", "numba", "background", "thread", "tier1")),
     Var("JITFLOW_DEBUG", "0", "`1` compiles and cache events, `2` per-run timings, `3` plans, "
         "`4` generated source (to stderr)", _int),
     Var("JITFLOW_STRICT", "0", "`1`: generated code that fails to compile or run raises "

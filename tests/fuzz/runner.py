@@ -285,7 +285,12 @@ def _identical(x, y) -> bool:
         a, b = np.asarray(a), np.asarray(b)
         if a.shape != b.shape or a.dtype != b.dtype:
             return False
-        if not np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"):
+        if a.dtype.kind in "fc":
+            na, nb = np.isnan(a), np.isnan(b)
+            if not np.array_equal(na, nb):
+                return False
+            a, b = np.where(na, 0, a), np.where(nb, 0, b)   # NaN payloads are not defined
+        if a.tobytes() != b.tobytes():
             return False
     return True
 
@@ -294,14 +299,15 @@ def _identical(x, y) -> bool:
 LAST: dict = {}   # what the last `check` saw: the reference's outcome, fallbacks to references
 
 
-def check(prog: Program, tf_module=None) -> Optional[str]:
-    """None if every backend agrees on `prog`, else a description of the disagreement."""
+def check(prog: Program, tf_module=None, tiers=None) -> Optional[str]:
+    """None if every backend agrees on `prog`, else a description of the disagreement.
+
+    The compiled backend runs once per mode in `tiers` (JITFLOW_COMPILE values; default: the
+    mode in effect): the first is compared with the interpreter within the tolerance, every
+    other one with the first bit for bit (every compiled tier must give the same bits)."""
     import jitflow
     from jitflow.backends.numba_cpu.cache import STATS
     fb0 = STATS.get("reference_fallbacks", 0)
-    from jitflow.backends.numba_cpu import tier1 as _t1
-    t0 = (STATS.get("tier1_builds", 0), STATS.get("tier1_unsupported", 0))
-    r0 = dict(_t1.STATS["reasons"])
     ref = run_program(prog, jitflow, "interpreter")
     kinds = [kind for _, kind, _ in ref.steps]
     LAST["outcome"] = ("build error" if ref.steps and ref.steps[0][0] == "build" else
@@ -310,24 +316,53 @@ def check(prog: Program, tf_module=None) -> Optional[str]:
     if any(s[1] == "value" for s in ref.steps):
         perturb = 4 * _EPS["float32"]
         alt = run_program(prog, jitflow, "interpreter", perturb)
-    got = run_program(prog, jitflow, "numba")
+    modes = list(tiers) if tiers else [os.environ.get("JITFLOW_COMPILE", "")]
+    outs = []
+    for mode in modes:
+        old = os.environ.get("JITFLOW_COMPILE")
+        if mode:
+            os.environ["JITFLOW_COMPILE"] = mode
+        try:
+            outs.append(run_program(prog, jitflow, "numba"))
+        finally:
+            if old is None:
+                os.environ.pop("JITFLOW_COMPILE", None)
+            else:
+                os.environ["JITFLOW_COMPILE"] = old
     LAST["fallbacks"] = STATS.get("reference_fallbacks", 0) - fb0
-    # tier 1 (JITFLOW_COMPILE=tier1): kernels it ran, kernels it did not cover and why
-    LAST["tier1"] = (STATS.get("tier1_builds", 0) - t0[0],
-                     STATS.get("tier1_unsupported", 0) - t0[1],
-                     {k: v - r0.get(k, 0) for k, v in _t1.STATS["reasons"].items()
-                      if v > r0.get(k, 0)})
     # int32 programs compute in float32 where they meet floats (casts, the loss)
     precision = "float64" if all(n.dtype == "float64" for n in prog.nodes) else "float32"
-    msg = compare(got, ref, alt, "numba", precision=precision)
+    msg = compare(outs[0], ref, alt, f"numba ({modes[0] or 'default mode'})",
+                  precision=precision)
     if msg:
         return msg
+    for mode, out in zip(modes[1:], outs[1:]):
+        msg = _same_outcome(outs[0], out)
+        if msg:
+            return f"tier {mode} differs from tier {modes[0]}: {msg}"
     if tf_module is not None:
         tgot = run_program(prog, tf_module, None)
         msg = compare(ref, tgot, alt, "interpreter-vs-tensorflow", strict_types=False,
                       precision=precision)
         if msg:
             return "TF " + msg
+    return None
+
+
+def _same_outcome(a: Outcome, b: Outcome) -> Optional[str]:
+    """Why two compiled runs of one program are not the same to the bit, or None."""
+    if (a.crash is None) != (b.crash is None):
+        return f"crash: {a.crash or b.crash}"
+    if len(a.steps) != len(b.steps):
+        return f"steps {[s[0] for s in a.steps]} vs {[s[0] for s in b.steps]}"
+    for (la, ka, va), (lb, kb, vb) in zip(a.steps, b.steps):
+        if la != lb or ka != kb:
+            return f"step {la}: {ka} vs {lb}: {kb}"
+        if ka == "error":
+            if va != vb:
+                return f"step {la}: error {va} vs {vb}"
+        elif not _identical(va, vb):
+            return f"step {la}: values differ in their bits"
     return None
 
 
@@ -456,13 +491,14 @@ def _short(msg: str, lines: int = 12) -> str:
 _TF = None
 
 
-def worker_init(tf_flag: bool) -> None:
+_TIERS: list = []
+
+
+def worker_init(tf_flag: bool, tiers=("auto", "quick", "sync", "numba")) -> None:
     os.environ["JITFLOW_POISON"] = "1"
     os.environ["JITFLOW_STRICT"] = "1"
-    # compiled code checked: Numba's kernels (sync), or tier 1 alone (JITFLOW_COMPILE=tier1)
-    os.environ["JITFLOW_COMPILE"] = ("tier1" if os.environ.get("JITFLOW_COMPILE") == "tier1"
-                                     else "sync")
     global _TF
+    _TIERS[:] = list(tiers)
     _TF = None
     if tf_flag:
         import tensorflow.compat.v1 as tf1
@@ -475,15 +511,16 @@ def worker_one(args):
     from fuzz.generator import generate
     try:
         prog = generate(seed, max_ops)
-        msg = check(prog, _TF)
-        stats = (LAST.get("outcome"), LAST.get("fallbacks", 0) > 0, LAST.get("tier1"))
+        msg = check(prog, _TF, _TIERS)
+        stats = (LAST.get("outcome"), LAST.get("fallbacks", 0) > 0)
     except Exception as e:  # noqa: BLE001  (a harness error is reported, not fatal)
         return seed, f"harness error: {type(e).__name__}: {e}", traceback.format_exc(), None
     if msg is None:
         return seed, None, None, stats
     small = prog
     if want_shrink:
-        small = shrink(prog, lambda p: check(p, _TF) is not None)
-    return seed, _short(msg), small.describe() + "\n" + _short(check(small, _TF) or msg), stats
+        small = shrink(prog, lambda p: check(p, _TF, _TIERS) is not None)
+    return seed, _short(msg), small.describe() + "\n" + _short(check(small, _TF, _TIERS)
+                                                             or msg), stats
 
 

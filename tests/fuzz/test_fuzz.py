@@ -9,8 +9,8 @@ import pytest
 from fuzz.generator import generate
 from fuzz.runner import check, shrink
 
-SAMPLE = 40           # programs in `make test` on the Numba kernels (`make fuzz` runs more)
-TIER1_SAMPLE = 1000   # programs on tier 1 (compiles in milliseconds: ~10 s for all of them)
+SAMPLE = 40           # programs in `make test` on every tier, Numba's included
+FAST_SAMPLE = 1000    # programs on the fast path's two levels (milliseconds to compile)
 CHUNK = 10            # programs per test (xdist distributes tests)
 TF_SAMPLE = 60        # programs also checked against TensorFlow, when it is installed
 
@@ -28,27 +28,27 @@ def strict_poisoned(monkeypatch):
 ROUNDING_ONLY = {3000937}
 
 
-def _check_seeds(seeds, tf_module=None) -> None:
+def _check_seeds(seeds, tf_module=None, tiers=None) -> None:
     for seed in seeds:
         if seed in ROUNDING_ONLY:
             continue
         prog = generate(seed)
-        msg = check(prog, tf_module)
+        msg = check(prog, tf_module, tiers)
         if msg is not None:
-            small = shrink(prog, lambda p: check(p, tf_module) is not None, budget=100)
+            small = shrink(prog, lambda p: check(p, tf_module, tiers) is not None, budget=100)
             pytest.fail(f"seed {seed}: {msg}\n\nshrunk:\n{small.describe()}\n"
-                        f"{check(small, tf_module)}", pytrace=False)
+                        f"{check(small, tf_module, tiers)}", pytrace=False)
 
 
 @pytest.mark.parametrize("first", range(0, SAMPLE, CHUNK))
-def test_random_programs_match_interpreter(first, strict_poisoned):
-    _check_seeds(range(1_000_000 + first, 1_000_000 + first + CHUNK))
+def test_random_programs_match_interpreter_on_every_tier(first, strict_poisoned):
+    _check_seeds(range(1_000_000 + first, 1_000_000 + first + CHUNK),
+                 tiers=("auto", "quick", "sync", "numba"))
 
 
-@pytest.mark.parametrize("first", range(0, TIER1_SAMPLE, 250))
-def test_random_programs_match_interpreter_on_tier1(first, strict_poisoned, monkeypatch):
-    monkeypatch.setenv("JITFLOW_COMPILE", "tier1")
-    _check_seeds(range(3_000_000 + first, 3_000_000 + first + 250))
+@pytest.mark.parametrize("first", range(0, FAST_SAMPLE, 250))
+def test_random_programs_match_interpreter_on_the_fast_path(first, strict_poisoned):
+    _check_seeds(range(3_000_000 + first, 3_000_000 + first + 250), tiers=("quick", "sync"))
 
 
 @pytest.mark.parametrize("first", range(0, TF_SAMPLE, CHUNK))

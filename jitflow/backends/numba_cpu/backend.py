@@ -1,34 +1,32 @@
 """The "numba" backend object (`Session(backend="numba")`, the default): plans become CPU
-executables (executable.py). Creating it tunes the allocator and, outside
-JITFLOW_COMPILE=sync, warms up tier 1 and Numba on the compiler thread while the user's graph
-is still being built."""
+executables (executable.py). Creating it tunes the allocator and warms up the compiler the
+mode uses (LLVM, or Numba in JITFLOW_COMPILE=numba) on the compiler thread while the user's
+graph is still being built."""
 from __future__ import annotations
 
 import numpy as np
 
 from jitflow.backends.numba_cpu import background as _bg
 from jitflow.backends.numba_cpu.executable import Executable
-from jitflow.backends.numba_cpu.kernels import vecmath_table
-from jitflow.backends.numba_cpu.tiers import tier1_enabled
 from jitflow.compiler.plan import Plan
 
 __all__ = ["NumbaBackend"]
 
 
 class NumbaBackend:
-    """Backend compiling plans to fused Numba kernels (the default)."""
+    """The CPU backend (`backend="numba"`, the default): plans become executables whose
+    segments run as native kernels (the fast path's LLVM code, or Numba kernels)."""
 
     name = "numba"
 
     def __init__(self) -> None:
         from jitflow.backends.numba_cpu.memory import tune_allocator
         tune_allocator()
-        if _bg.mode() != "sync" and not _WARMED:
+        if not _WARMED:
             _WARMED.append(True)
-            if _bg.mode() == "tier1" or tier1_enabled():
-                _bg.submit(_warm_up_tier1)   # first: tier 1 builds on the second run
-            if _bg.mode() != "tier1":        # tier1 mode never compiles with Numba
-                _bg.submit(_warm_up)
+            # load LLVM (and Numba, in numba mode) on the compiler thread while the user's
+            # graph is still being built
+            _bg.submit(_warm_up_numba if _bg.mode() == "numba" else _warm_up_llvm)
 
     def compile(self, plan: Plan) -> Executable:
         return Executable(plan, self)
@@ -37,39 +35,24 @@ class NumbaBackend:
 _WARMED: list = []   # [True] once a warm-up job was submitted in this process
 
 
-_WARM_SOURCE = """
-def warm(ins, vs):
-    a0 = ins[0]
-    n = a0.size
-    b1 = np.empty(a0.shape, np.float32)
-    f_b1 = b1.reshape(n)
-    f_a0 = a0.reshape(n)
-    for i in range(n):
-        f_b1[i] = _vm.tanh32(f_a0[i] * np.float32(0.5))
-    b2 = np.empty((a0.shape[0], a0.shape[1]), np.float32)
-    np.dot(b1, a0, b2)
-    return (b2, np.float32(b2[0, 0]))
-"""
-
-
-def _warm_up_tier1() -> None:
-    from jitflow.backends.numba_cpu import tier1
+def _warm_up_llvm() -> None:
+    from jitflow.backends.numba_cpu import llvmjit
     try:
-        tier1.warm_up()
-    except Exception:  # noqa: BLE001  (tier 1 reports its own problems when it is used)
+        llvmjit.warm_up()
+    except Exception:  # noqa: BLE001  (the fast path reports its own problems when used)
         pass
 
 
-def _warm_up() -> None:
-    """Numba's first compile in a process pays ~0.7 s of one-time set-up (its registries, the
-    imports behind np.dot, the math helpers): pay it on the compiler thread while the user's
-    graph is being built, not when the first kernel is needed."""
+def _warm_up_numba() -> None:
+    """Numba's first compile in a process pays ~0.7 s of one-time set-up (its registries,
+    the math library): pay it on the compiler thread while the user's graph is being built,
+    not when the first kernel is needed."""
     import numba
 
-    from jitflow.backends.numba_cpu import vecmath
-    ns = {"np": np, "_vm": vecmath}
-    exec(compile(_WARM_SOURCE, "<jitflow warm-up>", "exec"), ns)
-    fn = numba.njit(error_model="numpy", fastmath={"contract"}, nogil=True)(ns["warm"])
-    vecmath_table()
-    a = np.ones((2, 2), np.float32)
-    fn.compile((numba.typeof((a,)), numba.typeof(())))
+    from jitflow.backends.numba_cpu import kernels, mathlib
+    kernels.guard_numba_caches()
+
+    def warm(x):
+        return mathlib.tanh(x * np.float32(0.5))
+    fn = numba.njit(error_model="numpy", nogil=True)(warm)
+    fn.compile((numba.float32,))

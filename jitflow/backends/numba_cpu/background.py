@@ -1,23 +1,18 @@
-"""Compiling kernels off the run path: one worker thread, so runs never wait for Numba.
+"""The compiler thread: kernels' optimized code (and Numba's parallel variants) is compiled off
+the run path, one job at a time, while runs use the code they have.
 
-`JITFLOW_COMPILE` picks the mode:
-- `background` (the default): a new kernel is loaded or compiled by the worker thread; until
-  it is ready, the ops it would run go through their NumPy references (the interpreter tier),
-  and the first run after it is ready uses native code. With the disk cache on, the thread
-  has a helper process compile the kernel into the cache and then only loads it
-  (compile_worker.py: the compile gets a core of its own instead of fighting this process
-  for the GIL, and its machine code stays out of this process).
-- `thread`: the same, compiling on the thread itself (no helper process).
-- `sync`: a run compiles what it needs and waits (deterministic: tests, benchmarks, export).
-- `tier1`: tier 1 only (tier1.py: LLVM IR written from the kernel IR, compiled in
-  milliseconds), never Numba; kernels tier 1 does not cover run through the references
-  (tests, the fuzzer).
+`JITFLOW_COMPILE` picks the mode (config.py):
+- `auto` (the default): a new kernel's first run compiles its quick code (milliseconds) and
+  queues its optimized code here; runs switch to the optimized code once it is ready. Every
+  tier gives the same bits, so the switch never shows in a result.
+- `sync`: a new kernel's first run compiles its optimized code and waits (deterministic
+  timing: benchmarks, tests).
+- `quick`: quick code only.
+- `numba`: Numba kernels (printed from the same loop form), compiled on the run path.
+The older names `background` and `thread` mean `auto`, `tier1` means `quick`.
 
-In `background` and `thread` modes a kernel that is not ready yet runs on tier 1 when tier 1
-covers it (JITFLOW_TIER1=0 turns that off: the references run instead).
-
-Results do not depend on the mode beyond float rounding (the compiled code and the references
-agree within it; the fuzzer checks both).
+At interpreter exit the queue is dropped and the job being compiled is waited for: a process
+that ended while LLVM compiled on this thread could crash in LLVM after its last line.
 """
 from __future__ import annotations
 
@@ -33,21 +28,26 @@ __all__ = ["mode", "submit", "wait_idle", "pending"]
 
 _QUEUE: "queue.Queue" = queue.Queue()
 _LOCK = threading.Lock()
-_STATE = {"thread": None, "pending": 0, "short": False, "current": None}
+_STATE = {"thread": None, "pending": 0, "short": False, "current": None, "closing": False}
 _IDLE = threading.Condition(_LOCK)
 SWITCH_INTERVAL = 1e-4   # seconds: sys.setswitchinterval while the compiler thread works
 
 
+_ALIASES = {"background": "auto", "thread": "auto", "tier1": "quick"}
+
+
 def mode() -> str:
-    """"sync", "thread", "tier1" or "background" (JITFLOW_COMPILE; anything else means
-    background)."""
-    return config.get("JITFLOW_COMPILE")
+    """"auto", "sync", "quick" or "numba" (JITFLOW_COMPILE)."""
+    m = config.get("JITFLOW_COMPILE")
+    return _ALIASES.get(m, m)
 
 
 def submit(job: Callable[[], None]) -> None:
     """Run `job()` on the worker thread (started on first use). Jobs run one at a time, in
-    submission order; a job reports its own errors."""
+    submission order; a job reports its own errors. Once the interpreter exits, nothing."""
     with _LOCK:
+        if _STATE["closing"]:
+            return
         _STATE["pending"] += 1
         if _STATE["thread"] is None or not _STATE["thread"].is_alive():
             t = threading.Thread(target=_worker, name="jitflow-compiler", daemon=True)
@@ -71,6 +71,37 @@ def wait_idle(timeout: float = None) -> bool:
                 return False
             _IDLE.wait(left)
     return True
+
+
+def _shutdown() -> None:
+    """At interpreter exit (before Python joins threads and tears itself down): drop the jobs
+    not started, and wait for the one being compiled to finish. A process that exits while
+    LLVM compiles on this thread can otherwise crash inside LLVM after the program's last line
+    (SIGSEGV, or an LLVM assertion)."""
+    with _LOCK:
+        _STATE["closing"] = True
+        while True:
+            try:
+                _QUEUE.get_nowait()
+            except queue.Empty:
+                break
+            _STATE["pending"] -= 1
+        _IDLE.notify_all()
+    wait_idle()
+
+
+def _register_shutdown() -> None:
+    # threading's exit hooks run before non-daemon threads are joined and before atexit
+    # handlers, while the interpreter is whole (Python 3.9+)
+    hook = getattr(threading, "_register_atexit", None)
+    if hook is not None:
+        hook(_shutdown)
+    else:  # pragma: no cover
+        import atexit
+        atexit.register(_shutdown)
+
+
+_register_shutdown()
 
 
 def _worker() -> None:

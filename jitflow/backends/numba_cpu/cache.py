@@ -303,6 +303,87 @@ def _guard_numba_cache(fn) -> None:
     impl._open_for_write = private_write
 
 
+# -- blobs: compiled objects the fast path keeps (llvmjit.py) -------------------------------------
+_BLOB_MAGIC = b"jitflow-blob 1 "
+
+
+def blob_dir(sub: str) -> Optional[str]:
+    """The private folder `<cache dir>/<sub>` for compiled blobs, or None (no disk cache, or
+    a folder someone else may write: refused with one warning)."""
+    if not disk_enabled():
+        return None
+    d = os.path.abspath(cache_dir())
+    if d in _REFUSED:
+        return None
+    try:
+        why = _private_dir(d)
+        if why is None:
+            path = os.path.join(d, sub)
+            if not os.path.isdir(path):
+                try:
+                    os.mkdir(path, 0o700)
+                except FileExistsError:
+                    pass
+            why = _not_private(path, directory=True)
+            if why is not None:
+                why = f"{path} is {why}"
+    except OSError as e:
+        _warn_once(f"jitflow: kernel cache directory {d!r} is not usable ({e}); compiling in "
+                   "memory only")
+        return None
+    if why is not None:
+        _refuse(d, why)
+        return None
+    return os.path.join(d, sub)
+
+
+def read_blob(d: str, name: str) -> Optional[bytes]:
+    """The payload of blob `name` in private folder `d`, or None: missing, not a private
+    file, or damaged (its sha256 does not match: the entry is removed, to be rebuilt)."""
+    path = os.path.join(d, name)
+    try:
+        why = _not_private(path, directory=False)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return None
+    if why:
+        _warn_once(f"jitflow: ignoring cache file {path} ({why})")
+        return None
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    head, _, payload = data.partition(b"\n")
+    if (not head.startswith(_BLOB_MAGIC)
+            or head[len(_BLOB_MAGIC):].decode("ascii", "replace")
+            != hashlib.sha256(payload).hexdigest()):
+        STATS["damaged_blobs"] = STATS.get("damaged_blobs", 0) + 1
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        return None
+    return payload
+
+
+def write_blob(d: str, name: str, payload: bytes) -> None:
+    """Store `payload` as blob `name` in private folder `d` (mode 0600, atomically: a reader
+    sees the whole file or none)."""
+    head = _BLOB_MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n"
+    fd, tmp = tempfile.mkstemp(prefix=".jf_", suffix=".tmp", dir=d)   # created 0600
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(head + payload)
+        os.replace(tmp, os.path.join(d, name))
+    except OSError:
+        pass
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
 # -- files --------------------------------------------------------------------------------------
 def _file_matches(path: str, text: str) -> bool:
     try:

@@ -11,7 +11,7 @@ from jitflow.backends.base import decode_check_error
 from jitflow.compiler.program import FEED, VALUE, VARIABLE, Segment
 from jitflow.runtime import config
 
-__all__ = ["Chain", "entry_point"]
+__all__ = ["Chain"]
 
 
 class Chain:
@@ -27,7 +27,7 @@ class Chain:
     Kernels whose operands are large enough for a parallel variant keep the general path.
     """
 
-    __slots__ = ("segs", "feed_checks", "var_checks", "fetches")
+    __slots__ = ("segs", "feed_checks", "var_checks", "fetches", "__weakref__")
 
     @classmethod
     def make(cls, ex, feed_values, state, record) -> Optional["Chain"]:
@@ -65,8 +65,8 @@ class Chain:
             vs = tuple(bufs) if order is None else tuple([bufs[i] for i in order])
             ct = tuple([v for _, v in c.consts])
             args = tuple(ins) + ct
-            ep = entry_point(c.fn, (args, vs))
-            if ep is c.fn:
+            ep = c.entry(args, vs)
+            if ep is None:
                 return None
             conv = dict(c.conv_items)
             base = len(vals)
@@ -90,6 +90,8 @@ class Chain:
                 return None
         self = cls()
         self.segs = segs
+        for c, *_ in record:
+            c.listeners.add(self)   # a faster code for a kernel retires this chain
         self.feed_checks = tuple((i, feed_values[i].dtype, feed_values[i].flags.writeable)
                                  for i in sorted(used_feeds))
         if not all(type(feed_values[i]) is np.ndarray for i, _, _ in self.feed_checks):
@@ -98,8 +100,14 @@ class Chain:
         self.fetches = fetches
         return self
 
+    def invalidate(self) -> None:
+        """A kernel got faster code: the general path runs (and records a new chain)."""
+        self.segs = None
+
     def run(self, feed_values, state):
         """The run's results, or None when this run must take the general path."""
+        if self.segs is None:
+            return None
         for v, b in self.var_checks:
             if state.get(v) is not b:
                 return None
@@ -134,12 +142,3 @@ class Chain:
         return res
 
 
-def entry_point(fn, args):
-    """The native entry of `fn`'s compiled overload for `args`: calling it skips the
-    dispatcher's typing of the arguments. Falls back to `fn` itself."""
-    try:
-        from numba import typeof
-        cres = fn.overloads.get(tuple(typeof(a) for a in args))
-    except Exception:  # noqa: BLE001  (anything unexpected: keep the dispatcher)
-        cres = None
-    return fn if cres is None else cres.entry_point

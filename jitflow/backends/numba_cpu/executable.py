@@ -29,19 +29,21 @@ from jitflow.backends.numba_cpu import kernels as _kernels
 from jitflow.backends.numba_cpu.chain import Chain
 from jitflow.backends.numba_cpu.fastpath import FastPath
 from jitflow.backends.numba_cpu.kernels import (
-    STATS, Compiled, SegmentKernels, call_kernel, classes_key, compile_segment,
-    contig, convert_results, describe_change, fallback, generate_segment, has_value_checks,
-    load_compiled, parallel_failed, parallel_of, prepare_parallel, raise_background_error,
-    use_threads, compile_job)
-from jitflow.backends.numba_cpu.tiers import call_tier1
+    STATS, Compiled, SegmentKernels, build_code, call_kernel, classes_key,
+    compile_parallel_job, contig, convert_results, describe_change, fallback, generate_segment,
+    has_value_checks, load_parallel, parallel_failed, parallel_of, prepare_parallel,
+    use_threads)
 from jitflow.compiler import lower
 from jitflow.compiler.plan import Plan
+from jitflow.compiler.loops import Call, walk
 from jitflow.compiler.program import FEED, KERNEL, POST, WRITES, Segment
 from jitflow.core import errors
 from jitflow.runtime import config
 from jitflow.runtime.reference import RunContext, run_op_reference, run_reference_step, run_steps
 
 __all__ = ["Executable"]
+
+
 
 
 class Executable(ProgramExecutable):
@@ -76,11 +78,11 @@ class Executable(ProgramExecutable):
             if self.single:
                 return self._run_single(feed_values, bufs, state, store)
             return self._run_driver(feed_values, store)
-        except UseReferences as e:
-            # the single segment has no kernel for these input classes yet, or none at all
+        except UseReferences:
+            # the single segment has no kernel for these input classes
             STATS["reference_segments"] = STATS.get("reference_segments", 0) + 1
             undraw(drawn)
-            return self._timed_references(e, self.run_references, feed_values, store)
+            return self.run_references(feed_values, store)
         except CheckFailed as e:
             # Shapes the kernel was not generated for (or invalid ones): the interpreter
             # gives the answer, or the error TF1 gives, naming the op.
@@ -89,18 +91,6 @@ class Executable(ProgramExecutable):
             if self.debug >= 1:
                 config.debug(f"{op.name} ({op.type}): {what}; running this step op by op")
             return self.run_references(feed_values, store)
-
-    @staticmethod
-    def _timed_references(e: Exception, run, *args):
-        """`run(*args)`; when `e` is a `UseReferences` naming a kernel, its time goes into
-        that kernel's `ref_cost` (see `call_tier1`)."""
-        c = e.args[0] if isinstance(e, UseReferences) and e.args else None
-        if c is None:
-            return run(*args)
-        t0 = time.perf_counter()
-        out = run(*args)
-        c.ref_cost = time.perf_counter() - t0
-        return out
 
     def _run_single(self, feed_values, bufs, state, store):
         seg = self.steps[0]
@@ -119,12 +109,9 @@ class Executable(ProgramExecutable):
             if len(self.exact) >= MAX_EXACT:
                 self.exact.clear()   # many distinct sizes: refilling is one dict lookup each
             self.exact[key] = c
-        if c is REFERENCES:
+        if c is REFERENCES or c.broken:
             raise UseReferences()
-        if c.broken or not c.ready:
-            raise_background_error(c)
-            out = call_tier1(c, ins, bufs, seg)   # else UseReferences
-        elif self.debug >= 2:
+        if self.debug >= 2:
             t0 = time.perf_counter()
             out = self._call_fastest(c, ins, bufs, seg)
             config.debug(f"run {len(seg.ops)} ops in one native call: "
@@ -161,16 +148,17 @@ class Executable(ProgramExecutable):
 
     def _compiled_for(self, seg: Segment, ins, bufs):
         """The kernel of `seg` for the classes of `ins`/`bufs`, or `REFERENCES` when that
-        class has none (the segment's ops then run through their references)."""
+        class has none (the segment's ops then run through their references). A new kernel
+        gets code at once (see `_first_code`)."""
         ckey = classes_key(list(ins) + list(bufs))
         c = self.kernels[seg].compiled.get(ckey)
         if c is None:
             names = [t.name for t in seg.in_tensors] + [v.name for v in seg.var_ops]
             reason = ("new fetch set" if self.kernels[seg].last_key is None
                       else describe_change(names, self.kernels[seg].last_key, ckey))
-            later = _bg.mode() != "sync"
             try:
-                c = (generate_segment if later else compile_segment)(seg, ins, bufs, reason)
+                c = generate_segment(seg, ins, bufs, reason)
+                self._first_code(c, seg)
             except lower.Unsupported as e:
                 fallback(seg, str(e.args[0]), bug=False)
                 c = REFERENCES
@@ -179,36 +167,28 @@ class Executable(ProgramExecutable):
                     raise
                 fallback(seg, str(e.args[0]), bug=True)
                 c = REFERENCES
-            if isinstance(c, Compiled) and later:
-                if _bg.mode() == "tier1":
-                    c.ready = False   # never compiled by Numba: runs on tier 1 or references
-                else:
-                    self._compile_later(c, seg, ins, bufs)
             self.kernels[seg].compiled[ckey] = c
             self.kernels[seg].last_key = ckey
         return c
 
-    def _compile_later(self, c: Compiled, seg: Segment, ins, bufs) -> None:
-        """Have the compiler thread load `c` (from memory, the disk cache, or by compiling it)
-        for the argument types of `ins`/`bufs`; runs use tier 1 (or, where tier 1 does not
-        cover the kernel, the references) until it is ready."""
-        args = list(ins) + [v for _, v in c.consts]
-        order = c.var_order
-        vs = list(bufs) if order is None else [bufs[i] for i in order]
-        # what Numba types the arguments by (the arrays themselves are not kept)
-        kinds = ([(a.dtype, a.ndim, a.flags.writeable) for a in args],
-                 [(a.dtype, a.ndim, a.flags.writeable) for a in vs])
-        c.ready = False
-        if self.debug >= 1:
-            config.debug(f"compiling {len(seg.ops)} ops in the background; runs use tier 1 (or the "
-                   "references) until it is ready")
-        # the job holds only weak references: a kernel whose session is gone by the time the
-        # compiler gets to it (a sweep over many small graphs) is not compiled at all
-        ref_c, ref_seg = weakref.ref(c), weakref.ref(seg)
-        _bg.submit(lambda: compile_job(ref_c(), kinds, ref_seg()))
+    @staticmethod
+    def _first_code(c: Compiled, seg: Segment) -> None:
+        """Code for a new kernel, by JITFLOW_COMPILE: "auto" the quick code now (or the
+        optimized code, where it is cheap or cached) and the optimized code on the compiler
+        thread, "sync" the optimized code now, "quick" the quick code only, "numba" the Numba
+        kernel. Window routines the kernel calls are built first (once per machine; a new
+        process loads them)."""
+        from jitflow.backends.numba_cpu import nnlib_c
+        for s in walk(c.lk.body):
+            if isinstance(s, Call) and s.fn.startswith("nnlib."):
+                nnlib_c.address(s.fn[6:], s.args[0][0].dtype, wait=True)
+        mode = _bg.mode()
+        build_code(c, seg, {"sync": "opt", "quick": "quick", "numba": "numba"}.get(mode,
+                                                                                  "auto"))
 
     def _call_checked(self, c: Compiled, ins, bufs, seg: Segment):
-        """`call_kernel`, turning a kernel Numba cannot compile or run into `UseReferences`."""
+        """`call_kernel`, turning a kernel that cannot be compiled or run into
+        `UseReferences`."""
         try:
             return call_kernel(c, ins, bufs, seg)
         except CodegenError as e:
@@ -267,20 +247,15 @@ class Executable(ProgramExecutable):
                         bufs.append(b)
                     c = self._exact_kernel(step, ins, bufs)
                     try:
-                        if c is REFERENCES:
+                        if c is REFERENCES or c.broken:
                             raise UseReferences()
-                        if c.ready and not c.broken:
-                            out = self._call_fastest(c, ins, bufs, step)
-                        else:
-                            raise_background_error(c)
-                            out = call_tier1(c, ins, bufs, step)
-                            native = None   # in place and chains: Numba kernels only
-                    except UseReferences as e:
-                        if in_place:   # cannot happen: every kernel of this shape is ready
+                        out = self._call_fastest(c, ins, bufs, step)
+                    except UseReferences:
+                        if in_place:   # cannot happen: every kernel of this shape ran
                             raise RuntimeError("jitflow: a kernel of an in-place run "
                                                "became unusable") from None
                         STATS["reference_segments"] = STATS.get("reference_segments", 0) + 1
-                        self._timed_references(e, run_steps, step.ops, env, ctx)
+                        run_steps(step.ops, env, ctx)
                         native = None
                         continue
                     if native is not None:
@@ -327,17 +302,33 @@ class Executable(ProgramExecutable):
         if p is None:
             p = c.par = parallel_of(c)
             prepare_parallel()
-            if _bg.mode() == "sync":
+            if _bg.mode() in ("sync", "numba"):
                 try:
-                    load_compiled(p)
+                    load_parallel(p)
                 except Exception as e:  # noqa: BLE001
                     parallel_failed(p, e)
             else:
-                self._compile_later(p, seg, ins, bufs)
-        if p.broken or not p.ready or p.fn is None:
+                self._compile_parallel_later(p, seg, ins, bufs)
+        if p.broken or p.run is None:
             return c
         use_threads()
         return p
+
+    @staticmethod
+    def _compile_parallel_later(p: Compiled, seg: Segment, ins, bufs) -> None:
+        """Have the compiler thread load or compile the parallel variant `p` for the argument
+        types of `ins`/`bufs`; runs use the serial kernel until it is ready."""
+        args = list(ins) + [v for _, v in p.consts]
+        order = p.var_order
+        vs = list(bufs) if order is None else [bufs[i] for i in order]
+        # what Numba types the arguments by (the arrays themselves are not kept)
+        kinds = ([(a.dtype, a.ndim, a.flags.writeable) for a in args],
+                 [(a.dtype, a.ndim, a.flags.writeable) for a in vs])
+        p.pending = True
+        # the job holds only weak references: a kernel whose session is gone by the time the
+        # compiler gets to it is not compiled at all
+        ref_p, ref_seg = weakref.ref(p), weakref.ref(seg)
+        _bg.submit(lambda: compile_parallel_job(ref_p(), kinds, ref_seg()))
 
     def _call_fastest(self, c: "Compiled", ins, bufs, seg: Segment):
         """Call `c`, or its parallel variant for large operands (falling back to `c` if the
@@ -422,19 +413,15 @@ class Executable(ProgramExecutable):
             bufs.append(b)
         c = self._exact_kernel(seg, ins, bufs)
         try:
-            if c is REFERENCES:
+            if c is REFERENCES or c.broken:
                 raise UseReferences()
-            if c.ready and not c.broken:
-                out = self._call_fastest(c, ins, bufs, seg)
-            else:
-                raise_background_error(c)
-                out = call_tier1(c, ins, bufs, seg)
-        except (UseReferences, CheckFailed) as e:
+            out = self._call_fastest(c, ins, bufs, seg)
+        except (UseReferences, CheckFailed):
             # no kernel for these inputs (or shapes it cannot take): the references give the
             # values, or the error TF1 gives, naming the op
             env = dict(zip(seg.in_tensors, ins))
             with np.errstate(all="ignore"):
-                self._timed_references(e, run_steps, seg.ops, env, ctx)
+                run_steps(seg.ops, env, ctx)
             for j, t in zip(out_idx, seg.out_tensors):
                 vals[j] = env[t]
             return

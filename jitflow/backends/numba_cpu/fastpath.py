@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 
 from jitflow.backends.base import ERROR_PREFIX
-from jitflow.backends.numba_cpu.chain import entry_point
 from jitflow.backends.numba_cpu.kernels import Compiled
 from jitflow.compiler.program import FEED, KERNEL, VARIABLE
 from jitflow.runtime import config
@@ -48,6 +47,10 @@ class FastPath:
         self.conv_idx = [i for kind, i in ex.fetch_src if kind == KERNEL]
 
     # -- entries ----------------------------------------------------------------------------
+    def invalidate(self) -> None:
+        """A kernel got faster code: entries holding the old one are made again."""
+        self.entries.clear()
+
     def promote(self, key, args):
         """Run `args` the ordinary way, then make the entry for `key` if the kernel is ready."""
         result = self.ordinary(args)
@@ -75,7 +78,10 @@ class FastPath:
         order = c.var_order
         vs = tuple(bufs) if order is None else tuple([bufs[i] for i in order])
         ct = tuple([v for _, v in c.consts])
-        ep = entry_point(c.fn, (tuple(ins) + ct, vs))
+        ep = c.entry(tuple(ins) + ct, vs)
+        if ep is None:
+            return None
+        c.listeners.add(self)   # a faster code for `c` drops the entries holding this one
         return (ep, ct, vs, *[_scalar_maker(c.out_conv[i]) for i in self.conv_idx], *bufs)
 
     # -- the generated function ---------------------------------------------------------------

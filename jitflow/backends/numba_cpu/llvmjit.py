@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 import threading
 
 import numpy as np
 
 from jitflow.backends.base import ERROR_PREFIX
 from jitflow.backends.numba_cpu import blas, mathir
+from jitflow.backends.numba_cpu import cache as _cache
 from jitflow.backends.numba_cpu.llvmgen import LLVMKernel, print_llvm
 from jitflow.backends.numba_cpu.pyprint import POISON
 from jitflow.backends.pytext import dim_text
@@ -116,21 +118,64 @@ def _optimize(mod, level: str) -> None:
             pm.run(f, pb)
 
 
-def compile_ir(text: str, name: str, level: str, libraries=()) -> int:
+def compile_ir(text: str, name: str, level: str, libraries=(), key: str = None) -> int:
     """Compile LLVM IR text into the engine of `level`, linking in the IR texts `libraries`
-    (jitflow's math functions); the address of function `name`."""
+    (jitflow's math functions); the address of function `name`. The machine code is kept in
+    the kernel cache's private folder (`objects/`), keyed by everything that decides it, and
+    loaded from there by later processes."""
+    key = key or _object_key(text, libraries, level)
+    d = _cache.blob_dir("objects")
+    data = _cache.read_blob(d, key + ".o") if d is not None else None
     with _LOCK:
         ee = _engine(level)
+        llvm = _llvm()
+        if data is None:
+            ctx = _STATE[("ctx", level)]
+            mod = llvm.parse_assembly(text, context=ctx)
+            for lib in libraries:
+                mod.link_in(llvm.parse_assembly(lib, context=ctx))
+            mod.verify()
+            _optimize(mod, level)
+            data = _STATE[("tm", level)].emit_object(mod)
+            STATS["objects_compiled"] = STATS.get("objects_compiled", 0) + 1
+            if d is not None:
+                _cache.write_blob(d, key + ".o", data)
+        else:
+            STATS["objects_loaded"] = STATS.get("objects_loaded", 0) + 1
+        ee.add_object_file(llvm.ObjectFileRef.from_data(data))
+        ee.finalize_object()
+        return ee.get_function_address(name)
+
+
+def _object_key(text: str, libraries, level: str) -> str:
+    """The cache key of a kernel's machine code: its IR, the library IR linked in, the level,
+    LLVM's version and the host CPU (name and features)."""
+    import hashlib
+    llvm = _llvm()
+    h = hashlib.sha256()
+    h.update(f"{_OBJECT_FORMAT}|{level}|{llvm.llvm_version_info}|{llvm.get_host_cpu_name()}|"
+             f"{llvm.get_host_cpu_features().flatten()}|".encode())
+    h.update(text.encode())
+    for lib in libraries:
+        h.update(b"|" + lib.encode())
+    return h.hexdigest()[:40]
+
+
+_OBJECT_FORMAT = "1"
+
+
+def optimized_ir(text: str, libraries=(), level: str = "opt") -> str:
+    """The IR of `text` (with `libraries` linked in) after `level`'s passes (inspection and
+    tests: what the code generator sees)."""
+    with _LOCK:
+        _engine(level)
         llvm = _llvm()
         ctx = _STATE[("ctx", level)]
         mod = llvm.parse_assembly(text, context=ctx)
         for lib in libraries:
             mod.link_in(llvm.parse_assembly(lib, context=ctx))
-        mod.verify()
         _optimize(mod, level)
-        ee.add_module(mod)
-        ee.finalize_object()
-        return ee.get_function_address(name)
+        return str(mod)
 
 
 # -- symbols the kernels call ---------------------------------------------------------------------
@@ -143,8 +188,8 @@ def _math_name(fn: str, dtype: str) -> str:
 
 
 def _nnlib_symbol(fn: str, dtype: str) -> str:
-    from jitflow.backends.numba_cpu import background, nnlib_c
-    addr = nnlib_c.address(fn, dtype, wait=background.mode() == "tier1")
+    from jitflow.backends.numba_cpu import nnlib_c
+    addr = nnlib_c.address(fn, dtype)      # the executable waited for it (_first_code)
     if addr is None:
         raise NotReady(f"{fn} of {dtype} is being built")
     if not addr:
@@ -224,40 +269,72 @@ def _wrapper_source(lk: LoopKernel, lg: LLVMKernel, lits: list, poison: bool) ->
 
 
 _CACHE: dict = {}   # (IR text, wrapper source, level) -> callable (identical kernels share)
+_ADDRESSES: dict = {}   # (symbol, level) -> address: machine code already in an engine
 _CFN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
 _NAME = "jitflow_kernel"
 
 
-def build(lk: LoopKernel, level: str = "quick", poison: bool = False):
-    """The fast-path callable of kernel `lk`: `fn(ins, vs) -> tuple`. Identical kernels share
-    their code. Raises `Unsupported` (or `NotReady`: window routines still being built)."""
-    blas.bind()
-    lg = print_llvm(lk, _NAME, _math_name, _nnlib_symbol)
-    lits: list = []
-    src = _wrapper_source(lk, lg, lits, poison)
-    key = (lg.text, src, level, tuple((x.dtype.name, repr(x)) for x in lits))
-    fn = _CACHE.get(key)
-    if fn is not None:
-        STATS["shared"] += 1
+class Prepared:
+    """A kernel printed for the fast path, ready to be built at either level (the IR is the
+    same; only the passes differ)."""
+
+    def __init__(self, lk: LoopKernel, poison: bool = False) -> None:
+        blas.bind()
+        self.lk = lk
+        self.lg = print_llvm(lk, _NAME, _math_name, _nnlib_symbol)
+        self.lits: list = []
+        self.src = _wrapper_source(lk, self.lg, self.lits, poison)
+        self.libraries = [mathir.function_ir(f, d) for f, d in sorted(self.lg.math)]
+
+    def key(self, level: str) -> str:
+        return _object_key(self.lg.text, self.libraries, level)
+
+    def cached(self, level: str) -> bool:
+        """Whether `level`'s machine code is at hand (in this process, or on disk)."""
+        key = self.key(level)
+        if ("jitflow_k_" + key[:24], level) in _ADDRESSES:
+            return True
+        d = _cache.blob_dir("objects")
+        return d is not None and os.path.exists(os.path.join(d, key + ".o"))
+
+    def build(self, level: str):
+        """The callable `fn(ins, vs) -> tuple` at `level`. Identical kernels share it."""
+        lits = self.lits
+        key = (self.lg.text, self.src, level, tuple((x.dtype.name, repr(x)) for x in lits))
+        fn = _CACHE.get(key)
+        if fn is not None:
+            STATS["shared"] += 1
+            return fn
+        okey = self.key(level)
+        # named by content: the same kernel has the same symbol in every process (its
+        # machine code is cached), and two kernels never share one
+        name = "jitflow_k_" + okey[:24]
+        text = self.lg.text.replace(f"@{_NAME}(", f"@{name}(", 1)
+        with _LOCK:
+            addr = _ADDRESSES.get((name, level))
+            if addr is None:
+                addr = _ADDRESSES[(name, level)] = compile_ir(text, name, level,
+                                                               self.libraries, okey)
+        cfn = _CFN(addr)
+        lk = self.lk
+        errors = {i + 1: f"{ERROR_PREFIX}{op}:{what}" for i, (op, what) in enumerate(lk.errors)}
+        env = {"_np": np, "np": np, "_fn": cfn, "_ERRORS": errors, "_LITS": lits, "min": min,
+               "max": max}
+        exec(compile(self.src, f"<jitflow {level} kernel>", "exec"), env)
+        fn = env["kernel"]
+        fn.llvm_ir = text
+        fn.libraries = self.libraries
+        fn.wrapper_source = self.src
+        fn.level = level
+        STATS["built"] += 1
+        STATS[level] += 1
+        _CACHE[key] = fn
         return fn
-    with _LOCK:
-        _STATE["n"] = _STATE.get("n", 0) + 1
-        name = f"jitflow_k{_STATE['n']}"
-    text = lg.text.replace(f"@{_NAME}(", f"@{name}(", 1)
-    addr = compile_ir(text, name, level, [mathir.function_ir(f, d) for f, d in sorted(lg.math)])
-    cfn = _CFN(addr)
-    errors = {i + 1: f"{ERROR_PREFIX}{op}:{what}" for i, (op, what) in enumerate(lk.errors)}
-    env = {"_np": np, "np": np, "_fn": cfn, "_ERRORS": errors, "_LITS": lits, "min": min,
-           "max": max}
-    exec(compile(src, f"<jitflow {level} kernel>", "exec"), env)
-    fn = env["kernel"]
-    fn.llvm_ir = text
-    fn.wrapper_source = src
-    fn.level = level
-    STATS["built"] += 1
-    STATS[level] += 1
-    _CACHE[key] = fn
-    return fn
+
+
+def build(lk: LoopKernel, level: str = "quick", poison: bool = False):
+    """The fast-path callable of kernel `lk` at `level` (see `Prepared`)."""
+    return Prepared(lk, poison).build(level)
 
 
 _ = Load, Local

@@ -33,7 +33,7 @@ from fractions import Fraction
 
 import numba
 import numpy as np
-# private names: an exported module holds this file's text beside vecmath's, which has its own
+# private names: an exported module holds this file's text beside mathlib's, which has its own
 from numba.core import types as _nbtypes
 from numba.core.imputils import impl_ret_borrowed as _ret_borrowed
 from numba.extending import intrinsic as _intrinsic
@@ -49,7 +49,7 @@ _FEW_CHANNELS = 3        # inputs with at most this many channels use transposed
 _OPTIONS = dict(error_model="numpy", nogil=True)
 _NO_CFUNC = dict(no_cfunc_wrapper=True)   # called from kernels and Python only
 # compiled once per machine: Numba caches them on disk (jitflow lets it read only private cache
-# files, see cpu._guard_vecmath_caches); an exported module's copy compiles them in memory
+# files, see kernels.guard_numba_caches); an exported module's copy compiles them in memory
 _CACHE = __name__ == "jitflow.backends.numba_cpu.nnlib"
 _jit = numba.njit(cache=_CACHE, **_OPTIONS, **_NO_CFUNC)
 _inline = numba.njit(inline="always", **_OPTIONS)

@@ -1,7 +1,7 @@
-"""C entry points of the window library (nnlib.py) for tier 1: convolutions and pooling.
+"""C entry points of the window library (nnlib.py) for the LLVM path: convolutions and pooling.
 
-Tier 1 (tier1.py) writes LLVM IR without Numba, so it cannot call nnlib's Numba functions the
-way generated Numba kernels do. Here each nnlib routine gets a Numba C callback with one
+The LLVM path (llvmgen.py, llvmjit.py) writes LLVM IR without Numba, so it cannot call nnlib's
+Numba functions the way generated Numba kernels do. Here each nnlib routine gets a Numba C callback with one
 signature per float dtype,
 
     void f(T *a0, int64 *s0, T *a1, int64 *s1, T *a2, int64 *s2, T *a3, int64 *s3, int64 *p)
@@ -14,7 +14,7 @@ Building one costs what compiling the nnlib routine costs (0.2-5 s the first tim
 Numba caches both on disk, private files only, and later processes load them in milliseconds).
 That must not hold up a run: `address(fn, dtype)` returns None until the entry point is built,
 and the first request starts building it on a thread of its own (`wait=True` builds it at
-once: JITFLOW_COMPILE=tier1). Until then tier 1 does not take kernels that call it.
+once: the executable asks so before it prints a kernel that calls one).
 """
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def _build(fn: str, dtype: str) -> int:
 
     from jitflow.backends.numba_cpu import cache as _cache
     from jitflow.backends.numba_cpu import kernels
-    kernels.guard_vecmath_caches()   # nnlib's own cache files: private ones only
+    kernels.guard_numba_caches()   # nnlib's own cache files: private ones only
     t = types.float32 if dtype == "float32" else types.float64
     pt, ps = types.CPointer(t), types.CPointer(types.int64)
     sig = sigutils.normalize_signature(types.void(pt, ps, pt, ps, pt, ps, pt, ps, ps))
@@ -165,14 +165,14 @@ def _worker() -> None:
             t0 = time.perf_counter()
             try:
                 addr = _build(*key)
-            except Exception as e:  # noqa: BLE001  (tier 1 then leaves its kernels alone)
+            except Exception as e:  # noqa: BLE001  (the kernels that call it go to Numba)
                 addr = 0
                 why = f"failed: {type(e).__name__}: {e}"
             else:
                 why = f"built in {time.perf_counter() - t0:.2f} s"
             from jitflow.runtime import config
             if config.debug_level() >= 1:
-                print(f"[jitflow] window routine {key[0]} ({key[1]}) for tier 1 {why}",
+                print(f"[jitflow] window routine {key[0]} ({key[1]}) for the LLVM path {why}",
                       file=sys.stderr)
             with _LOCK:
                 _ADDR[key] = addr
@@ -193,6 +193,19 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _shutdown() -> None:
+    """At interpreter exit: build nothing more, and wait for the routine being built (Numba's
+    compile must not be running in LLVM while the interpreter tears itself down)."""
+    with _LOCK:
+        del _PENDING[1:]
+        _DONE.wait_for(lambda: not _PENDING)
+
+
+_hook = getattr(threading, "_register_atexit", None)
+if _hook is not None:
+    _hook(_shutdown)
 
 
 def wait_idle(timeout: float | None = None) -> bool:

@@ -1,5 +1,6 @@
-"""Kernel caching: in memory across runs and sessions, on disk across processes; new sizes of
-`None` dimensions never recompile; bad cache entries and unusable directories are handled."""
+"""Numba kernel caching (JITFLOW_COMPILE=numba): in memory across runs and sessions, on disk
+across processes; new sizes of `None` dimensions never recompile; bad cache entries and
+unusable directories are handled. (The fast path's machine-code cache: test_llvmjit.py.)"""
 from __future__ import annotations
 
 import glob
@@ -14,6 +15,11 @@ import pytest
 import jitflow as tf
 from jitflow.backends.numba_cpu import cache
 from jitflow.backends.numba_cpu.kernels import STATS
+
+
+@pytest.fixture(autouse=True)
+def numba_mode(monkeypatch):
+    monkeypatch.setenv("JITFLOW_COMPILE", "numba")
 
 
 def _graph(k: float = 1.5):
@@ -62,7 +68,8 @@ def test_debug_level_1_reports_each_compile_with_its_reason(monkeypatch, capsys)
     err = capsys.readouterr().err
     assert "new fetch set" in err
     assert "x:0 changed which dims are 1" in err
-    assert err.count("compile") == 2
+    assert err.count("lowered 6 ops") == 2     # (4, 3) has the class of (2, 3)
+    assert err.count("Numba kernel") == 2
 
 
 def test_disk_cache_is_reused_by_a_new_process(tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pytest
 
 import jitflow as tf
 from jitflow.backends.numba_cpu.export_source import export_source
@@ -17,7 +18,11 @@ def _chain():
     return x, y
 
 
-def test_fused_chain_is_one_vectorizable_loop_without_libm_calls():
+@pytest.mark.parametrize("mode", ["sync", "numba"])
+def test_fused_chain_is_one_vectorizable_loop_without_libm_calls(mode, monkeypatch):
+    """The whole chain is one loop; its math is jitflow's own (inlined, vectorizable), never a
+    scalar libm call, on the LLVM path and in the Numba kernel alike."""
+    monkeypatch.setenv("JITFLOW_COMPILE", mode)
     x, y = _chain()
     xv = np.linspace(-3, 3, 64).astype(np.float32)
     with tf.Session() as sess:
@@ -25,7 +30,13 @@ def test_fused_chain_is_one_vectorizable_loop_without_libm_calls():
         src = sess.inspect(y, {x: xv})
         spec = next(iter(sess._specs.values()))
         (c,) = spec.executable.kernels[spec.executable.steps[0]].compiled.values()
-        llvm = "\n".join(c.fn.inspect_llvm().values())
+        if mode == "numba":
+            llvm = "\n".join(c.fn.inspect_llvm().values())
+        else:
+            from jitflow.backends.numba_cpu import llvmjit
+            assert c.level == "opt"
+            llvm = llvmjit.optimized_ir(c.run.llvm_ir, c.run.libraries)
+            assert re.search(r"fmul <\d+ x float>", llvm), "the loop did not vectorize"
     assert src.count("for ") == 1
     assert "# Sigmoid" in src and "# Tanh" in src and "# Exp" in src
     for name in ("@expf", "@tanhf", "@llvm.exp.", "@exp(", "@tanh("):
@@ -74,7 +85,8 @@ def test_debug_levels_print_compiles_plan_and_source(monkeypatch, capsys):
         sess.run(y, {x: np.ones(3, np.float32)})
         sess.run(y, {x: np.ones(3, np.float32)})
     err = capsys.readouterr().err
-    assert re.search(r"compile \d+ ops: new fetch set", err)  # level 1
+    assert re.search(r"lowered \d+ ops: new fetch set", err)  # level 1
+    assert re.search(r"segment of \d+ ops: (quick|opt) code in", err)
     assert "in one native call" in err                    # level 2: per-run timing
     assert "feed dbg_x:0: float32[?]" in err              # level 3: the plan
     assert "def kernel(ins, vs):" in err and "# Abs" in err  # level 4: the source

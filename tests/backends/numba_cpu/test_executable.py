@@ -445,6 +445,7 @@ def test_a_scalar_op_numba_cannot_compile_falls_back_to_the_reference(monkeypatc
     """A primitive Numba cannot compile: the segment runs through its references with one
     warning (a code generation bug, never a wrong answer)."""
     from jitflow.backends.numba_cpu import mathlib
+    monkeypatch.setenv("JITFLOW_COMPILE", "numba")
     monkeypatch.setattr(mathlib, "fabs", lambda x: x)   # not a Numba intrinsic
     x = tf.placeholder(tf.float32, [None])
     y = tf.abs(x) * 3.0 + 1.0

@@ -28,7 +28,11 @@ def warm(run, *args, times=3):
     return out
 
 
-def test_warm_runs_use_the_native_entry_point_not_the_dispatcher():
+@pytest.mark.parametrize("mode", ["auto", "numba"])
+def test_warm_runs_use_the_native_entry_point_not_the_dispatcher(mode, monkeypatch):
+    """Warm runs call the kernel's code directly: the LLVM path's entry, or the Numba
+    overload's native entry point (no dispatcher typing)."""
+    monkeypatch.setenv("JITFLOW_COMPILE", mode)
     a, b, res = seeds()
     with tf.Session() as sess:
         out = warm(sess.run, res, {a: 15.0, b: 5.0})
@@ -38,7 +42,10 @@ def test_warm_runs_use_the_native_entry_point_not_the_dispatcher():
         (entry,) = spec.executable._fast.entries.values()
         ep = entry[0]
         (c,) = spec.executable.exact.values()
-        assert ep is not c.fn and ep in [o.entry_point for o in c.fn.overloads.values()]
+        if mode == "numba":
+            assert ep is not c.fn and ep in [o.entry_point for o in c.fn.overloads.values()]
+        else:
+            assert c.fn is None and ep is c.run and c.level == "opt"
         f = sess.make_callable(res, [a, b])
         assert warm(f, 2.0, 6.0) == np.float32(1.5)
         assert isinstance(f(1.0, 1.0), np.float32)

@@ -390,10 +390,10 @@ def test_a_new_batch_or_image_size_reuses_the_machine_code():
 
 def test_every_stride_and_padding_shares_one_compiled_routine_per_dtype(monkeypatch, tmp_path):
     """Kernels pass strides, dilations and padding to the window routines as run-time int64
-    values: one compiled routine per array type serves every geometry (and tier 1's entry
-    points call the same one)."""
+    values: one compiled routine per array type serves every geometry (the LLVM path's C entry
+    points call the same one, one per dtype by construction)."""
     from jitflow.backends.numba_cpu import nnlib
-    monkeypatch.setenv("JITFLOW_COMPILE", "sync")
+    monkeypatch.setenv("JITFLOW_COMPILE", "numba")
     monkeypatch.setenv("JITFLOW_CACHE_DIR", str(tmp_path))   # compiled here, not loaded
     x = tf.placeholder(tf.float64, [None, 9, 9, 2])
     f = tf.constant(RNG.standard_normal((3, 3, 2, 2)))

@@ -1,7 +1,9 @@
-"""numba_cpu vecmath: ulp sweeps against long double, exact edge cases, vectorization.
+"""numba_cpu's math library (mathir.py, used through mathlib.py's intrinsics and the fast path's
+IR): ulp sweeps against long double, exact edge cases, vectorization, and the same bits on every
+compiled path.
 
-Every helper is called from an njit loop compiled with the JIT's own flags
-(`vecmath.JIT_OPTIONS`), the way generated kernels call it.
+`run(op, x)` evaluates through the public API, one kernel `y = op(x)`, in the three code modes
+(JITFLOW_COMPILE quick, sync and numba) and checks they agree bit for bit before returning.
 """
 from __future__ import annotations
 
@@ -18,11 +20,14 @@ import numba
 import numpy as np
 import pytest
 
-from jitflow.backends.numba_cpu import vecmath as vm
+import jitflow as tf
+from helpers import same_bits
+from jitflow.backends.numba_cpu import mathir
+from jitflow.backends.numba_cpu import mathlib as ml
 
 F32, F64, LD = np.float32, np.float64, np.longdouble
 DTYPES = (F32, F64)
-# the accuracy promised in the module docstring; the targets are 2 ulp (f32) and 4 ulp (f64)
+# the accuracy promised in mathir.py's docstring; the targets are 2 ulp (f32) and 4 ulp (f64)
 MAX_ULP = {
     ("exp", F32): 1.0, ("exp", F64): 1.25, ("log", F32): 1.0, ("log", F64): 1.0,
     ("tanh", F32): 1.5, ("tanh", F64): 1.5, ("sigmoid", F32): 1.0, ("sigmoid", F64): 1.25,
@@ -30,10 +35,45 @@ MAX_ULP = {
 }
 LIBM_CALL = re.compile(r"call [^\n]*@(llvm\.(exp|exp2|log|log2|pow)\.\w+|_?_?(exp|log|tanh|"
                        r"log1p|expm1|pow|exp2|tanhf|expf|logf|log1pf|expm1f|powf)\b)")
+_OPS = {"exp": tf.exp, "log": tf.log, "tanh": tf.tanh, "sigmoid": tf.sigmoid,
+        "log1p": tf.log1p, "expm1": tf.math.expm1, "pow": tf.pow}
+
+
+def _mode_run(op: str, x, y, mode: str):
+    old = os.environ.get("JITFLOW_COMPILE")
+    os.environ["JITFLOW_COMPILE"] = mode
+    try:
+        with tf.Graph().as_default():
+            a = tf.placeholder(x.dtype, [None])
+            feed = {a: x}
+            if y is None:
+                out = _OPS[op](a)
+            else:
+                b = tf.placeholder(x.dtype, [None])
+                feed[b] = y
+                out = _OPS[op](a, b)
+            with tf.Session() as sess:
+                return sess.run(out, feed)
+    finally:
+        if old is None:
+            os.environ.pop("JITFLOW_COMPILE", None)
+        else:
+            os.environ["JITFLOW_COMPILE"] = old
+
+
+def run(op: str, x, y=None):
+    """op(x) (or op(x, y)) on every compiled path; they must agree bit for bit."""
+    x = np.ascontiguousarray(x)
+    if y is not None:
+        y = np.ascontiguousarray(y, dtype=x.dtype)
+    results = [_mode_run(op, x, y, m) for m in ("quick", "sync", "numba")]
+    for r in results[1:]:
+        assert same_bits(r, results[0]), f"{op}: the compiled paths disagree"
+    return results[0]
 
 
 def _loop1(fn):
-    @numba.njit(**vm.JIT_OPTIONS)
+    @numba.njit(error_model="numpy")
     def loop(x, out):
         for i in range(x.size):
             out[i] = fn(x[i])
@@ -41,7 +81,7 @@ def _loop1(fn):
 
 
 def _loop2(fn):
-    @numba.njit(**vm.JIT_OPTIONS)
+    @numba.njit(error_model="numpy")
     def loop(x, y, out):
         for i in range(x.size):
             out[i] = fn(x[i], y[i])
@@ -49,18 +89,8 @@ def _loop2(fn):
 
 
 @functools.lru_cache(maxsize=None)
-def compiled(op: str, dt):
-    return (_loop2 if op == "pow" else _loop1)(vm.FUNCS[(op, dt)])
-
-
-def run(op: str, x, y=None):
-    x = np.ascontiguousarray(x)
-    out = np.empty_like(x)
-    if y is None:
-        compiled(op, x.dtype.type)(x, out)
-    else:
-        compiled(op, x.dtype.type)(x, np.ascontiguousarray(y, dtype=x.dtype), out)
-    return out
+def compiled(op: str):
+    return (_loop2 if op == "pow" else _loop1)(getattr(ml, op))
 
 
 def ld_sigmoid(x):
@@ -278,23 +308,24 @@ def test_pow32_sweep():
 
 
 # -- vectorization guard -----------------------------------------------------------------------
-def _ir(fn) -> str:
-    return fn.inspect_llvm(fn.signatures[0])
+def _ir(fn, dt) -> str:
+    """The IR of `fn`'s overload for arrays of `dt` (one helper serves both dtypes)."""
+    (sig,) = [s for s in fn.signatures if str(s[0].dtype) == np.dtype(dt).name]
+    return fn.inspect_llvm(sig)
 
 
 def _vector_math(ir: str, ty: str) -> bool:
     return re.search(rf"(fmul|fadd|fsub|fdiv)[^\n]*<(2|4|8|16|32) x {ty}>", ir) is not None
 
 
-@pytest.mark.parametrize("dt", DTYPES, ids=lambda d: d.__name__)
-@pytest.mark.parametrize("op", ["exp", "log", "tanh", "sigmoid", "log1p", "expm1", "pow"])
+@pytest.mark.parametrize("op,dt", [(f, np.dtype(d).type) for f, d in sorted(mathir.FUNCTIONS)],
+                         ids=str)
 def test_helper_loops_vectorize(op, dt):
-    if (op, dt) not in vm.FUNCS:
-        pytest.skip("no float64 pow helper (libm)")
-    fn = compiled(op, dt)
+    fn = compiled(op)
     x = np.linspace(0.1, 2, 64).astype(dt)
-    run(op, x, x if op == "pow" else None)
-    ir = _ir(fn)
+    out = np.empty_like(x)
+    fn(x, x, out) if op == "pow" else fn(x, out)
+    ir = _ir(fn, dt)
     calls = LIBM_CALL.findall(ir)
     assert not calls, f"libm calls left in the {op} loop: {calls}"
     ty = "float" if dt is F32 and op != "pow" else "double"   # pow32 computes in float64
@@ -306,12 +337,12 @@ def test_helper_loops_vectorize(op, dt):
 
 
 def _chain(dt, libm=False):
-    sig, tanh, exp = vm.FUNCS[("sigmoid", dt)], vm.FUNCS[("tanh", dt)], vm.FUNCS[("exp", dt)]
+    sig, tanh, exp = ml.sigmoid, ml.tanh, ml.exp
     if libm:
-        sig, tanh, exp = vm.FUNCS[("sigmoid", dt)], math.tanh, math.exp
+        tanh, exp = math.tanh, math.exp
     half = dt(0.5)
 
-    @numba.njit(**vm.JIT_OPTIONS)
+    @numba.njit(error_model="numpy")
     def chain(x, w, b, out):
         for i in range(x.size):
             v = x[i]
@@ -327,7 +358,7 @@ def test_fused_chain_vectorizes_and_matches(dt):
     out = np.empty_like(x)
     w, b = dt(0.7), dt(-0.2)
     chain(x, w, b, out)
-    ir = _ir(chain)
+    ir = _ir(chain, dt)
     assert not LIBM_CALL.findall(ir)
     assert _vector_math(ir, "float" if dt is F32 else "double")
     if dt is F32:
@@ -338,72 +369,56 @@ def test_fused_chain_vectorizes_and_matches(dt):
     np.testing.assert_allclose(out, ref.astype(dt), rtol=0, atol=8 * eps)
 
 
+@pytest.mark.parametrize("dt", DTYPES, ids=lambda d: d.__name__)
+def test_fast_path_chain_vectorizes_without_libm_calls(dt, monkeypatch):
+    """The same chain as a graph, compiled by the fast path's optimizing level: vector math,
+    no libm call, and the Numba kernel's bits."""
+    from jitflow.backends.numba_cpu import llvmjit
+    monkeypatch.setenv("JITFLOW_COMPILE", "sync")
+    x = tf.placeholder(dt, [None])
+    y = tf.sigmoid(x * 0.7 - 0.2) * tf.tanh(x) - tf.exp(-x * x) + 0.5 * x
+    xv = (np.random.default_rng(2).standard_normal(1000) * 4).astype(dt)
+    with tf.Session() as sess:
+        got = sess.run(y, {x: xv})
+        ex = next(iter(sess._specs.values())).executable
+        (c,) = ex.kernels[ex.steps[0]].compiled.values()
+    assert c.level == "opt"
+    ir = llvmjit.optimized_ir(c.run.llvm_ir, c.run.libraries)
+    assert not LIBM_CALL.findall(ir)
+    assert _vector_math(ir, "float" if dt is F32 else "double")
+    monkeypatch.setenv("JITFLOW_COMPILE", "numba")
+    with tf.Session() as sess:
+        assert same_bits(sess.run(y, {x: xv}), got)
+
+
 def test_guard_detects_libm_calls():
     """Negative control: the same chain with math.exp / math.tanh keeps libm calls."""
     chain = _chain(F32, libm=True)
     x = np.linspace(-2, 2, 64).astype(F32)
     chain(x, F32(1), F32(0), np.empty_like(x))
-    assert LIBM_CALL.findall(_ir(chain))
-
-
-# -- the code generator's interface ------------------------------------------------------------
-def test_tables_and_names(monkeypatch):
-    for (op, t), fn in vm.FUNCS.items():
-        assert vm.HELPERS[(op, np.dtype(t).name)] == fn.__name__
-        assert getattr(vm, fn.__name__) is fn
-        assert vm.helper_name(op, t) == fn.__name__
-        assert vm.helper_name(op, np.dtype(t)) == fn.__name__
-        assert vm.helper_name(op, np.dtype(t).name) == fn.__name__
-        assert fn.targetoptions["fastmath"] == {"contract"}
-        assert fn.targetoptions["error_model"] == "numpy"
-    assert set(op for op, _ in vm.FUNCS) == set(vm.OPS)
-    assert vm.helper_name("exp", F32) == "exp32" and vm.helper_name("tanh", F64) == "tanh64"
-    with pytest.raises(KeyError):
-        vm.helper_name("pow", F64)
-    monkeypatch.delenv("JITFLOW_LIBM", raising=False)
-    assert not vm.use_libm()
-    assert vm.call_source("exp", F32, "t1") == "exp32(t1)"
-    assert vm.call_source("pow", "float32", "a", "b") == "pow32(a, b)"
-    assert vm.call_source("pow", "float64", "a", "b") == "math.pow(a, b)"
-    monkeypatch.setenv("JITFLOW_LIBM", "1")
-    assert vm.use_libm()
-    assert vm.call_source("exp", F32, "t1") == "math.exp(t1)"
-    assert vm.call_source("sigmoid", F64, "t1") == "sigmoid64_libm(t1)"
-    names = {vm.helper_name(op, t) for op, t in vm.FUNCS} | {"sigmoid32_libm"}
-    ns: dict = {}
-    exec(vm.import_source(names), ns)
-    assert all(ns[n] is getattr(vm, n) for n in names)
-    assert vm.import_source([]) == ""
-    assert re.fullmatch(r"[0-9a-f]{16}", vm.CACHE_TOKEN)
-
-
-def test_libm_sigmoid_matches():
-    x = np.linspace(-120, 120, 4001).astype(F32)
-    loop = _loop1(vm.sigmoid32_libm)
-    out = np.empty_like(x)
-    loop(x, out)
-    assert np.all(ulp_error(out, ld_sigmoid(x.astype(LD)), F32) <= 3)
+    assert LIBM_CALL.findall(_ir(chain, F32))
 
 
 @pytest.mark.slow
 def test_cached_kernel_in_a_new_process(tmp_path):
-    """A cache=True kernel calling the helpers is written to and loaded from Numba's cache."""
-    mod = tmp_path / "vm_cached_kernel.py"
+    """A cache=True kernel calling the math library is written to and loaded from Numba's
+    cache."""
+    mod = tmp_path / "ml_cached_kernel.py"
     mod.write_text(textwrap.dedent("""
         import numba, numpy as np
-        from jitflow.backends.numba_cpu.vecmath import sigmoid32
+        from jitflow.backends.numba_cpu.mathlib import sigmoid
 
-        @numba.njit(cache=True, error_model="numpy", fastmath={"contract"})
+        @numba.njit(cache=True, error_model="numpy")
         def kernel(x, out):
             for i in range(x.size):
-                out[i] = sigmoid32(x[i])
+                out[i] = sigmoid(x[i])
 
         x = np.linspace(-3, 3, 101).astype(np.float32)
         out = np.empty_like(x)
         kernel(x, out)
         print(len(kernel.stats.cache_hits), repr(float(out.sum())))
     """))
-    root = Path(vm.__file__).resolve().parents[3]   # jitflow/backends/numba_cpu/vecmath.py
+    root = Path(ml.__file__).resolve().parents[3]   # jitflow/backends/numba_cpu/mathlib.py
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
            "PYTHONPATH": os.pathsep.join([str(tmp_path), str(root)])}
     outs = [subprocess.run([sys.executable, str(mod)], env=env, capture_output=True, text=True,
@@ -414,21 +429,15 @@ def test_cached_kernel_in_a_new_process(tmp_path):
     assert first[0] == "0" and second[0] == "1" and first[1] == second[1]
 
 
-def test_helper_names_known_without_numba_match_the_helpers():
-    from jitflow.backends.numba_cpu import vecmath, vecmath_names
-    assert vecmath_names.HELPERS == vecmath.HELPERS
-    assert vecmath_names.cache_token() == vecmath.CACHE_TOKEN
-
-
 def test_empty_allocates_c_contiguous_arrays_of_any_rank():
     """`empty`: np.empty's array (shape, dtype, C strides, owned data) for tuples of any
     length, including rank 0 and zero-size dims."""
     @numba.njit
     def make(n, m):
-        a = vm.empty((n, m, 3), np.float32)
-        b = vm.empty((), np.int64)
-        c = vm.empty((n * 0,), np.bool_)
-        d = vm.empty((m,), np.float64)
+        a = ml.empty((n, m, 3), np.float32)
+        b = ml.empty((), np.int64)
+        c = ml.empty((n * 0,), np.bool_)
+        d = ml.empty((m,), np.float64)
         a[:] = 1.5
         b[()] = 7
         d[:] = 2.0
@@ -440,17 +449,3 @@ def test_empty_allocates_c_contiguous_arrays_of_any_rank():
     assert (a == 1.5).all() and b.shape == () and b.dtype == np.int64 and b[()] == 7
     assert c.shape == (0,) and c.dtype == np.bool_
     assert d.shape == (5,) and d.strides == (8,) and (d == 2.0).all()
-
-
-@pytest.mark.parametrize("m,k,n", [(8, 300, 40), (3, 256, 12), (64, 512, 256),   # b @ a.T path
-                                   (8, 10, 40), (65, 300, 400), (16, 300, 60),     # np.dot path
-                                   (0, 300, 40), (5, 300, 0)])
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_dot_nt_is_a_times_b_transposed(m, k, n, dtype):
-    rng = np.random.default_rng(m * 1000 + k + n)
-    a = rng.standard_normal((m, k)).astype(dtype)
-    b = rng.standard_normal((n, k)).astype(dtype)
-    out = np.full((m, n), np.nan, dtype)
-    vm.dot_nt(a, b, out)
-    tol = 1e-4 if dtype == F32 else 1e-12
-    np.testing.assert_allclose(out, a.astype(F64) @ b.astype(F64).T, rtol=tol, atol=tol * k)
