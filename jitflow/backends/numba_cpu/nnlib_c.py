@@ -1,8 +1,8 @@
 """C entry points of the window library (nnlib.py) for the LLVM path: convolutions and pooling.
 
 The LLVM path (llvmgen.py, llvmjit.py) writes LLVM IR without Numba, so it cannot call nnlib's
-Numba functions the way generated Numba kernels do. Here each nnlib routine gets a Numba C callback with one
-signature per float dtype,
+Numba functions the way generated Numba kernels do. Here each nnlib routine gets a Numba C
+callback with one signature per float dtype,
 
     void f(T *a0, int64 *s0, T *a1, int64 *s1, T *a2, int64 *s2, T *a3, int64 *s3, int64 *p)
 

@@ -1,4 +1,4 @@
-"""The allocator tuning made when the compiled backend is first used (see backends/numba_cpu/memory.py)."""
+"""The allocator tuning made when the compiled backend is first used (numba_cpu/memory.py)."""
 import os
 import subprocess
 import sys
