@@ -255,9 +255,11 @@ def build_code(c: Compiled, seg: Segment, level: str) -> None:
                          else "quick")
             run = prep.build(level)
         except LoopUnsupported as e:
+            STATS["numba_fallbacks"] = STATS.get("numba_fallbacks", 0) + 1
             if config.debug_level() >= 1:
                 config.debug(f"segment of {len(seg.ops)} ops: no fast path ({e}): Numba")
         except Exception as e:  # noqa: BLE001  (a printer bug: Numba compiles it instead)
+            STATS["numba_fallbacks"] = STATS.get("numba_fallbacks", 0) + 1
             if config.strict():
                 raise CodegenError(f"the fast path could not build it: {e}", seg) from e
             fallback(seg, f"the fast path could not build it: {e}", bug=True)
