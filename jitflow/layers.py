@@ -16,7 +16,7 @@ import numpy as np
 from jitflow import dtypes as _dtypes
 from jitflow.graph import GraphKeys, Tensor, convert_to_tensor, get_default_graph, name_scope
 from jitflow.ops import array as _array
-from jitflow.ops import math as _math
+from jitflow.ops.math import casting as _casting, common as _common, compare as _compare
 from jitflow.ops import nn as _nn
 from jitflow.ops.compat_extra import InputSpec  # noqa: F401  (tf.layers.InputSpec)
 from jitflow.ops.control_flow import cond
@@ -190,7 +190,7 @@ class Dense(Layer):
 
     def call(self, inputs):
         if self.dtype is None and inputs.dtype != self.kernel.dtype:
-            inputs = _math.cast(inputs, self.kernel.dtype)
+            inputs = _casting.cast(inputs, self.kernel.dtype)
         rank = inputs.shape.ndims
         if rank is not None and rank > 2:
             out = tensordot(inputs, self.kernel, [[rank - 1], [0]])
@@ -511,12 +511,12 @@ class BatchNormalization(Layer):
             out = normalize(mean, var)
         update_var = var
         if self._fused:
-            n = _math.cast(_array.size(inputs) // _array.size(mean), inputs.dtype)
-            update_var = var * n / _math.maximum(n - _math.scalar_like(1, var),
-                                                 _math.scalar_like(1, var))
-        decay = _math.scalar_like(1.0 - self.momentum, mean)
+            n = _casting.cast(_array.size(inputs) // _array.size(mean), inputs.dtype)
+            update_var = var * n / _compare.maximum(n - _common.scalar_like(1, var),
+                                                    _common.scalar_like(1, var))
+        decay = _common.scalar_like(1.0 - self.momentum, mean)
         if known is None:
-            decay = _math.where_v2(flag, decay, _math.scalar_like(0, mean))
+            decay = _compare.where_v2(flag, decay, _common.scalar_like(0, mean))
         with name_scope("AssignMovingAvg"):
             upd_mean = assign_sub(self.moving_mean, (self.moving_mean - mean) * decay)
         with name_scope("AssignMovingAvg_1"):

@@ -18,7 +18,7 @@ from typing import Optional
 from jitflow import dtypes as _dtypes
 from jitflow.graph import Tensor, convert_to_tensor, name_scope
 from jitflow.ops import array as _array
-from jitflow.ops import math as _math
+from jitflow.ops.math import casting as _casting, compare as _compare
 from jitflow.ops.control_flow import while_loop
 from jitflow.ops.sequence_ops import reverse_sequence
 from jitflow.ops.tensor_array import TensorArray
@@ -65,7 +65,7 @@ def _initial_state(cell, initial_state, batch_size, dtype):
 
 
 def _lengths(sequence_length, what: str) -> Tensor:
-    ln = _math.cast(sequence_length, _dtypes.int32)
+    ln = _casting.cast(sequence_length, _dtypes.int32)
     if ln.shape.ndims not in (None, 1):
         raise ValueError(f"{what}: sequence_length must be a vector of length batch_size, but "
                          f"saw shape: {ln.shape}")
@@ -77,12 +77,12 @@ def _select_step(time, lengths, zero_output, state, new_output, new_state):
     through); the others take the new values."""
     assert_same_structure(zero_output, new_output)
     assert_same_structure(state, new_state)
-    done = _math.greater_equal(time, lengths)
+    done = _compare.greater_equal(time, lengths)
 
     def pick(old, new):
         if new.shape.ndims == 0:
             return new
-        out = _math.where(done, old, new)
+        out = _compare.where(done, old, new)
         out.set_shape(old.shape)
         return out
     out = map_structure(pick, zero_output, new_output)
@@ -260,7 +260,7 @@ def _dynamic_rnn_loop(cell, inputs, initial_state, lengths, dtype, parallel_iter
     if lengths is not None:
         from jitflow.ops.reduce import reduce_max
         max_len = reduce_max(lengths)
-        loop_bound = _math.minimum(time_steps, _math.maximum(1, max_len))
+        loop_bound = _compare.minimum(time_steps, _compare.maximum(1, max_len))
     else:
         loop_bound = time_steps
     time = _array.constant(0, dtype=_dtypes.int32, name="time")

@@ -23,7 +23,9 @@ from jitflow import dtypes as _dtypes
 from jitflow.graph import Tensor, convert_to_tensor, get_default_graph, name_scope
 from jitflow.layers import Layer
 from jitflow.ops import array as _array
-from jitflow.ops import math as _math
+from jitflow.ops.math import (
+    arithmetic as _arithmetic, casting as _casting, compare as _compare, unary as _unary,
+)
 from jitflow.ops import nn as _nn
 from jitflow.ops.init_ops import constant_initializer, zeros_initializer
 from jitflow.ops.linalg import matmul
@@ -121,7 +123,7 @@ def concat_shape(prefix, suffix, static: bool = False):
             v = get_static_value(prefix)
             return [None if v is None else int(v)] + _dims(suffix)
         if prefix.dtype != _dtypes.int32:
-            prefix = _math.cast(prefix, _dtypes.int32)
+            prefix = _casting.cast(prefix, _dtypes.int32)
         return _array.stack([prefix] + _dims(suffix))
     pre = [None if prefix is None else int(prefix)] if not isinstance(prefix, TensorShape) \
         else prefix.as_list()
@@ -139,10 +141,10 @@ def zero_state_tensors(state_size, batch_size, dtype):
 
 def _activation(activation) -> Callable:
     if not activation:
-        return _math.tanh
+        return _unary.tanh
     if callable(activation):
         return activation
-    table = {"tanh": _math.tanh, "sigmoid": _math.sigmoid, "relu": _nn.relu,
+    table = {"tanh": _unary.tanh, "sigmoid": _unary.sigmoid, "relu": _nn.relu,
              "relu6": _nn.relu6, "elu": _nn.elu, "selu": _nn.selu, "softsign": _nn.softsign,
              "linear": lambda x: x}
     if activation not in table:
@@ -408,7 +410,7 @@ class GRUCell(LayerRNNCell):
         check_float_dtypes([inputs, state])
         g = _nn.bias_add(matmul(_array.concat([inputs, state], 1), self._gate_kernel),
                          self._gate_bias)
-        r, u = _array.split(_math.sigmoid(g), num_or_size_splits=2, axis=1)
+        r, u = _array.split(_unary.sigmoid(g), num_or_size_splits=2, axis=1)
         c = _nn.bias_add(matmul(_array.concat([inputs, r * state], 1), self._candidate_kernel),
                          self._candidate_bias)
         c = self._activation(c)
@@ -473,7 +475,7 @@ class BasicLSTMCell(LayerRNNCell):
         z = _nn.bias_add(matmul(_array.concat([inputs, h], 1), self._kernel), self._bias)
         i, j, f, o = _array.split(z, num_or_size_splits=4, axis=1)
         forget_bias = convert_to_tensor(self._forget_bias, dtype=f.dtype)
-        act, sig = self._activation, _math.sigmoid
+        act, sig = self._activation, _unary.sigmoid
         new_c = c * sig(f + forget_bias) + sig(i) * act(j)
         new_h = act(new_c) * sig(o)
         new_state = LSTMStateTuple(new_c, new_h) if self._state_is_tuple else \
@@ -550,14 +552,14 @@ class LSTMCell(LayerRNNCell):
                              f"Received input shape: {inputs.shape}")
         z = _nn.bias_add(matmul(_array.concat([inputs, m_prev], 1), self._kernel), self._bias)
         i, j, f, o = _array.split(z, num_or_size_splits=4, axis=1)
-        sig, act = _math.sigmoid, self._activation
+        sig, act = _unary.sigmoid, self._activation
         if self._use_peepholes:
             c = (sig(f + self._forget_bias + self._w_f_diag * c_prev) * c_prev
                  + sig(i + self._w_i_diag * c_prev) * act(j))
         else:
             c = sig(f + self._forget_bias) * c_prev + sig(i) * act(j)
         if self._cell_clip is not None:
-            c = _math.clip_by_value(c, -self._cell_clip, self._cell_clip)
+            c = _compare.clip_by_value(c, -self._cell_clip, self._cell_clip)
         if self._use_peepholes:
             out = sig(o + self._w_o_diag * c) * act(c)
         else:
@@ -565,7 +567,7 @@ class LSTMCell(LayerRNNCell):
         if self._num_proj is not None:
             out = matmul(out, self._proj_kernel)
             if self._proj_clip is not None:
-                out = _math.clip_by_value(out, -self._proj_clip, self._proj_clip)
+                out = _compare.clip_by_value(out, -self._proj_clip, self._proj_clip)
         new_state = LSTMStateTuple(c, out) if self._state_is_tuple else \
             _array.concat([c, out], 1)
         return out, new_state
@@ -786,7 +788,7 @@ class DropoutWrapper(_Wrapper):
             elif nz is None:
                 out.append(_nn.dropout(v, keep_prob=keep, seed=self._gen_seed(salt, i)))
             else:
-                r = _math.divide(v, keep) * _math.floor(keep + nz)
+                r = _arithmetic.divide(v, keep) * _unary.floor(keep + nz)
                 r.set_shape(v.shape)
                 out.append(r)
         return pack_sequence_as(values, out)

@@ -145,7 +145,7 @@ def _lane_reduction(op) -> bool:
     if d is None or d.kind != "reduce":
         return False
     if op.type == "Unbroadcast":   # sums over the axes input 1's shape was broadcast along
-        from jitflow.ops.math import unbroadcast_axes
+        from jitflow.ops.math.common import unbroadcast_axes
         g, x = (t.shape.as_tuple() for t in op.inputs[:2])
         if g is None or x is None:
             return True

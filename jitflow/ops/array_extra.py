@@ -295,7 +295,7 @@ def repeat(input, repeats, axis=None, name: Optional[str] = None) -> Tensor:  # 
 def batch_gather(params, indices, name: Optional[str] = None) -> Tensor:
     """`tf.batch_gather`: params[b..., indices[b..., i], ...] (batch dims shared)."""
     from jitflow.ops.array import expand_dims, gather_nd, range as range_, shape, stack, tile
-    from jitflow.ops.math import cast
+    from jitflow.ops.math.casting import cast
     with name_scope(name, "BatchGather", [params, indices]):
         p = convert_to_tensor(params, name="params")
         i = convert_to_tensor(indices, name="indices")
@@ -375,7 +375,8 @@ def guarantee_const(input, name: Optional[str] = None) -> Tensor:  # noqa: A002
 
 def saturate_cast(value, dtype, name: Optional[str] = None) -> Tensor:
     """`tf.saturate_cast`: cast with values clipped to the target dtype's range."""
-    from jitflow.ops.math import cast, clip_by_value
+    from jitflow.ops.math.casting import cast
+    from jitflow.ops.math.compare import clip_by_value
     dtype = _dtypes.as_dtype(dtype)
     with name_scope(name, "saturate_cast", [value]):
         x = convert_to_tensor(value, name="value")

@@ -33,9 +33,8 @@ def sparse_tensor_dense_matmul(sp_a, b, adjoint_a: bool = False, adjoint_b: bool
     """`tf.sparse_tensor_dense_matmul`: SparseTensor [m, k] times dense [k, n] (gathers of b's
     rows scaled by the values and summed per output row, so it compiles and differentiates
     in `b` and the values)."""
-    from jitflow.ops.array import expand_dims, gather, transpose
-    from jitflow.ops.math import cast
-    from jitflow.ops.array import unsorted_segment_sum
+    from jitflow.ops.array import expand_dims, gather, transpose, unsorted_segment_sum
+    from jitflow.ops.math.casting import cast
     with name_scope(name, "SparseTensorDenseMatMul", [sp_a.indices, sp_a.values, b]):
         b = convert_to_tensor(b, name="b")
         if adjoint_b:
@@ -150,18 +149,18 @@ def _typed(fn):
 
 def _igamma_grad(sign: float):
     def grad(op, g):
-        from jitflow.ops.math import exp, log
+        from jitflow.ops.math.unary import exp, log
         from jitflow.ops.segment import lgamma
         a, x = op.inputs
         # d/dx P(a, x) = exp(-x) x^(a-1) / Gamma(a); Q = 1 - P
         dx = exp(-x + (a - 1.0) * log(x) - lgamma(a))
-        from jitflow.ops.math import unbroadcast
+        from jitflow.ops.math.common import unbroadcast
         return [None, unbroadcast(g * dx * sign, x)]
     return grad
 
 
 def _zeta_grad(op, g):
-    from jitflow.ops.math import unbroadcast
+    from jitflow.ops.math.common import unbroadcast
     s, q = op.inputs
     return [None, unbroadcast(-g * s * zeta(s + 1.0, q), q)]
 
@@ -184,7 +183,7 @@ register("Zeta", infer=_binary_infer, ref=_typed(lambda s, q: _sp().zeta(s, q)),
 
 
 def _binary(op_type, a, x, name):
-    from jitflow.ops.math import convert_pair
+    from jitflow.ops.math.common import convert_pair
     with name_scope(name, op_type, [a, x]) as scope:
         a, x = convert_pair(a, x)
         return make_op(op_type, [a, x], name=scope[:-1]).outputs[0]
@@ -213,12 +212,12 @@ def _unary_special(op_type: str, fn, dfn, doc: str):
 
 
 def _erfinv_d(x, y):
-    from jitflow.ops.math import exp, square
+    from jitflow.ops.math.unary import exp, square
     return (math.sqrt(math.pi) / 2.0) * exp(square(y))
 
 
 def _ndtri_d(x, y):
-    from jitflow.ops.math import exp, square
+    from jitflow.ops.math.unary import exp, square
     return math.sqrt(2.0 * math.pi) * exp(square(y) / 2.0)
 
 
@@ -240,7 +239,9 @@ def ndtri(x, name: Optional[str] = None) -> Tensor:
 def xlog1py(x, y, name: Optional[str] = None) -> Tensor:
     """`tf.math.xlog1py`: x * log1p(y), and 0 where x is 0."""
     from jitflow.ops.array import zeros_like
-    from jitflow.ops.math import convert_pair, equal, log1p, scalar_like, where_v2
+    from jitflow.ops.math.common import convert_pair, scalar_like
+    from jitflow.ops.math.compare import equal, where_v2
+    from jitflow.ops.math.unary import log1p
     with name_scope(name, "xlog1py", [x, y]):
         x, y = convert_pair(x, y)
         v = x * log1p(y)

@@ -73,7 +73,7 @@ def _pick_ref(op, p, a, b):
 
 
 def _cond_select_grad(op, g):
-    from jitflow.ops.math import zeros_like_of
+    from jitflow.ops.math.common import zeros_like_of
     p = op.inputs[0]
     zero = zeros_like_of(g)
     return [None, make_op("CondSelect", [p, g, zero], name="CondSelectGrad").outputs[0],
@@ -81,7 +81,7 @@ def _cond_select_grad(op, g):
 
 
 def _cond_pick_grad(op, g):
-    from jitflow.ops.math import zeros_like_of
+    from jitflow.ops.math.common import zeros_like_of
     p, a, b = op.inputs
     return [None, make_op("CondPick", [p, g, zeros_like_of(a)], name="CondPickGrad").outputs[0],
             make_op("CondPick", [p, zeros_like_of(b), g], name="CondPickGrad").outputs[0]]
@@ -397,7 +397,7 @@ def case(pred_fn_pairs, default: Optional[Callable] = None, exclusive: bool = Fa
         preds = [convert_to_tensor(p) for p, _ in pairs]
         if exclusive and len(preds) > 1:
             from jitflow.ops.array import stack
-            from jitflow.ops.math import cast
+            from jitflow.ops.math.casting import cast
             from jitflow.ops.reduce import reduce_sum
             count = reduce_sum(cast(stack(preds), _dtypes.int32))
             check = Assert(count <= 1, [preds], name="exclusive")
@@ -528,7 +528,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
                                  f"loop with shape {_fn.shape_str(t.shape)}, but the specified "
                                  f"shape invariant is {_fn.shape_str(inv)}.")
         if maximum_iterations is not None:
-            from jitflow.ops.math import cast
+            from jitflow.ops.math.casting import cast
             limit = convert_to_tensor(maximum_iterations, name="maximum_iterations")
             if limit.shape.ndims not in (None, 0):
                 raise ValueError(f"maximum_iterations must be a scalar, saw shape: "
@@ -966,11 +966,12 @@ def Assert(condition, data, summarize: Optional[int] = None,  # noqa: N802
 
 def _binary_assert(np_name: str, default_name: str, op_text: str):
     def fn(x, y, data=None, summarize=None, message=None, name=None) -> Operation:
-        from jitflow.ops import math as m
+        from jitflow.ops.math import compare
+        from jitflow.ops.math.common import convert_pair
         from jitflow.ops.reduce import reduce_all
         with name_scope(name, default_name, [x, y]):
-            x, y = m.convert_pair(x, y)
-            cond_t = reduce_all(getattr(m, np_name)(x, y))
+            x, y = convert_pair(x, y)
+            cond_t = reduce_all(getattr(compare, np_name)(x, y))
             if data is None:
                 data = [message or "", f"Condition x {op_text} y did not hold element-wise:",
                         "x (%s) = " % x.name, x, "y (%s) = " % y.name, y]
@@ -992,13 +993,13 @@ assert_greater_equal = _binary_assert("greater_equal", "assert_greater_equal", "
 
 def _sign_assert(np_name: str, default_name: str, text: str):
     def fn(x, data=None, summarize=None, message=None, name=None) -> Operation:
-        from jitflow.ops import math as m
-        from jitflow.ops.math import scalar_like
+        from jitflow.ops.math import compare
+        from jitflow.ops.math.common import scalar_like
         from jitflow.ops.reduce import reduce_all
         with name_scope(name, default_name, [x]):
             x = convert_to_tensor(x, name="x")
             zero = scalar_like(0, x)
-            cond_t = reduce_all(getattr(m, np_name)(x, zero))
+            cond_t = reduce_all(getattr(compare, np_name)(x, zero))
             if data is None:
                 data = [message or "", f"Condition x {text} did not hold element-wise:",
                         "x (%s) = " % x.name, x]

@@ -315,7 +315,9 @@ def assert_near(x, y, rtol=None, atol=None, data=None, summarize=None, message=N
                 name=None):
     """`tf.assert_near`: an Assert op checking |x - y| <= atol + rtol * |y| elementwise."""
     from jitflow.ops.control_flow import Assert
-    from jitflow.ops.math import abs as abs_, convert_pair, less_equal
+    from jitflow.ops.math.common import convert_pair
+    from jitflow.ops.math.compare import less_equal
+    from jitflow.ops.math.unary import abs as abs_
     from jitflow.ops.reduce import reduce_all
     with name_scope(name, "assert_near", [x, y]):
         x, y = convert_pair(x, y)
@@ -343,7 +345,7 @@ def assert_variables_initialized(var_list=None):
     """`tf.assert_variables_initialized`: an op raising FailedPreconditionError when run
     while a variable of `var_list` (default: all) is uninitialized."""
     from jitflow.ops.state import report_uninitialized_variables
-    from jitflow.ops.math import equal
+    from jitflow.ops.math.compare import equal
     from jitflow.ops.array import size
     from jitflow.ops.control_flow import Assert
     names = report_uninitialized_variables(var_list)

@@ -67,7 +67,7 @@ def _dim(x: Tensor, axis: int):
 
 def _positions(n_in, n_out: int, align_corners: bool):
     """Source positions (float32) of the `n_out` output pixels along one axis."""
-    from jitflow.ops.math import cast
+    from jitflow.ops.math.casting import cast
     if isinstance(n_in, int):
         if align_corners and n_out > 1:
             scale = (n_in - 1) / (n_out - 1)
@@ -83,13 +83,14 @@ def _positions(n_in, n_out: int, align_corners: bool):
 
 
 def _clamp_index(i, n_in):
-    from jitflow.ops.math import maximum, minimum
+    from jitflow.ops.math.compare import maximum, minimum
     return maximum(minimum(i, n_in - 1), 0)
 
 
 def _nearest_axis(x: Tensor, axis: int, n_out: int, align_corners: bool) -> Tensor:
     from jitflow.ops.array import gather
-    from jitflow.ops.math import cast, floor, round as round_
+    from jitflow.ops.math.casting import cast
+    from jitflow.ops.math.unary import floor, round as round_
     n_in = _dim(x, axis)
     pos = _positions(n_in, n_out, align_corners)
     idx = cast(round_(pos) if align_corners else floor(pos), _dtypes.int32)
@@ -98,7 +99,8 @@ def _nearest_axis(x: Tensor, axis: int, n_out: int, align_corners: bool) -> Tens
 
 def _bilinear_axis(x: Tensor, axis: int, n_out: int, align_corners: bool) -> Tensor:
     from jitflow.ops.array import gather, reshape
-    from jitflow.ops.math import cast, floor
+    from jitflow.ops.math.casting import cast
+    from jitflow.ops.math.unary import floor
     n_in = _dim(x, axis)
     pos = _positions(n_in, n_out, align_corners)
     lo = floor(pos)
@@ -130,7 +132,7 @@ def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners: boo
     """`tf.image.resize_images` (TF1): images resized to `size` (new_height, new_width).
 
     BILINEAR gives float32, NEAREST_NEIGHBOR keeps the dtype (as TF1's ops)."""
-    from jitflow.ops.math import cast
+    from jitflow.ops.math.casting import cast
     method = ResizeMethod(method if not isinstance(method, str) else
                           {"bilinear": 0, "nearest": 1, "bicubic": 2, "area": 3}[method])
     with name_scope(name, "resize", [images, size]):
@@ -199,7 +201,7 @@ def flip_up_down(image, name: Optional[str] = None) -> Tensor:
 
 
 def _random_flip(image, seed, axis_from_end: int, name, default: str) -> Tensor:
-    from jitflow.ops.math import less, where_v2
+    from jitflow.ops.math.compare import less, where_v2
     from jitflow.ops.random import random_uniform
     with name_scope(name, default, [image]):
         x = convert_to_tensor(image, name="image")
@@ -261,7 +263,8 @@ def convert_image_dtype(image, dtype, saturate: bool = False,
                         name: Optional[str] = None) -> Tensor:
     """`tf.image.convert_image_dtype`: integer images map to [0, 1] floats (dividing by the
     dtype's max), floats to integers by multiplying by the max (+0.5, truncated)."""
-    from jitflow.ops.math import cast, clip_by_value
+    from jitflow.ops.math.casting import cast
+    from jitflow.ops.math.compare import clip_by_value
     dtype = _dtypes.as_dtype(dtype)
     with name_scope(name, "convert_image", [image]):
         x = convert_to_tensor(image, name="image")
@@ -299,7 +302,7 @@ def adjust_contrast(images, contrast_factor) -> Tensor:
 
 def adjust_gamma(image, gamma=1, gain=1) -> Tensor:
     """`tf.image.adjust_gamma`: gain * x^gamma (x scaled to [0, 1] for integer images)."""
-    from jitflow.ops.math import pow as pow_
+    from jitflow.ops.math.arithmetic import pow as pow_
     with name_scope(None, "adjust_gamma", [image, gamma, gain]):
         x, dt = _to_float(image)
         return _back(pow_(x, gamma) * gain, dt)
@@ -326,7 +329,9 @@ def random_contrast(image, lower, upper, seed=None) -> Tensor:
 
 def per_image_standardization(image) -> Tensor:
     """`tf.image.per_image_standardization`: (x - mean) / max(stddev, 1/sqrt(N)) per image."""
-    from jitflow.ops.math import cast, maximum, rsqrt, sqrt
+    from jitflow.ops.math.casting import cast
+    from jitflow.ops.math.compare import maximum
+    from jitflow.ops.math.unary import rsqrt, sqrt
     from jitflow.ops.reduce import reduce_mean
     from jitflow.ops.array import size
     with name_scope(None, "per_image_standardization", [image]):
@@ -364,7 +369,7 @@ def grayscale_to_rgb(images, name: Optional[str] = None) -> Tensor:
 
 def total_variation(images, name: Optional[str] = None) -> Tensor:
     """`tf.image.total_variation`: the sum of absolute differences of neighbouring pixels."""
-    from jitflow.ops.math import abs as abs_
+    from jitflow.ops.math.unary import abs as abs_
     from jitflow.ops.reduce import reduce_sum
     with name_scope(name, "total_variation", [images]):
         x = convert_to_tensor(images, name="images")
@@ -387,7 +392,8 @@ def image_gradients(image) -> tuple:
 
 def psnr(a, b, max_val, name: Optional[str] = None) -> Tensor:
     """`tf.image.psnr`: 10 log10(max_val^2 / mse) per image."""
-    from jitflow.ops.math import cast, log, square
+    from jitflow.ops.math.casting import cast
+    from jitflow.ops.math.unary import log, square
     from jitflow.ops.reduce import reduce_mean
     with name_scope(name, "PSNR", [a, b]):
         x = cast(convert_to_tensor(a), _dtypes.float32)

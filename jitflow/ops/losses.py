@@ -12,10 +12,11 @@ import numpy as np
 
 from jitflow import dtypes as _dtypes
 from jitflow.graph import GraphKeys, Tensor, convert_to_tensor, get_default_graph, name_scope
-from jitflow.ops.math import (
-    abs, add_n, broadcast_like, cast, div_no_nan, equal, log, minimum, multiply, scalar_like,
-    squared_difference, stop_gradient, subtract, where_v2,
-)
+from jitflow.ops.math.arithmetic import div_no_nan, multiply, subtract
+from jitflow.ops.math.casting import cast
+from jitflow.ops.math.common import add_n, broadcast_like, scalar_like, stop_gradient
+from jitflow.ops.math.compare import equal, minimum, squared_difference, where_v2
+from jitflow.ops.math.unary import abs, log
 from jitflow.ops.nn import (
     relu, sigmoid_cross_entropy_with_logits, softmax_cross_entropy_with_logits_v2,
     sparse_softmax_cross_entropy_with_logits,

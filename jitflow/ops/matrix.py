@@ -311,7 +311,7 @@ def slogdet(input, name: Optional[str] = None) -> tuple:  # noqa: A002
 
 def logdet(matrix, name: Optional[str] = None) -> Tensor:
     """`tf.linalg.logdet`: log det of Hermitian positive definite matrices (via Cholesky)."""
-    from jitflow.ops.math import log
+    from jitflow.ops.math.unary import log
     from jitflow.ops.reduce import reduce_sum
     with name_scope(name, "logdet", [matrix]):
         chol = cholesky(matrix)

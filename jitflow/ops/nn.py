@@ -19,11 +19,17 @@ from jitflow.compiler.ir import (X0, X1, Apply, Check, LibCall, Lit, Load, Loop,
                                  RowOp, S, Value)
 from jitflow.compiler.lower import Pending, Unsupported, const_dim, is_static, static_size
 from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
-from jitflow.ops.math import (
-    _FLOATS, _NUMERIC, abs, add, broadcast_reduced, cast, check_dtype, equal, exp, floor,
-    greater, greater_equal, less, log1p, logical_and, maximum, minimum, multiply, rsqrt,
-    scalar_like, square, squared_difference, stop_gradient, unary_infer, unbroadcast, where_v2,
+from jitflow.ops.math.arithmetic import add, multiply
+from jitflow.ops.math.casting import cast
+from jitflow.ops.math.common import (
+    _FLOATS, _NUMERIC, broadcast_reduced, check_dtype, scalar_like, stop_gradient, unary_infer,
+    unbroadcast,
 )
+from jitflow.ops.math.compare import (
+    equal, greater, greater_equal, less, logical_and, maximum, minimum, squared_difference,
+    where_v2,
+)
+from jitflow.ops.math.unary import abs, exp, floor, log1p, rsqrt, square
 from jitflow.ops.reduce import _legacy, normalize_axis, reduce_mean, reduce_sum
 from jitflow.ops.registry import Example, register
 from jitflow.shapes import TensorShape, broadcast_static, shape_tf_str
@@ -1010,7 +1016,7 @@ def _sharded_lookup(params: list, ids, strategy: str, name) -> Tensor:
     clipped into range) and the rows selected by owner, so the lookup and its gradient stay
     dense gathers and selects that compile, without a partition/stitch on the host."""
     from jitflow.ops.array import expand_dims, gather, shape as shape_of
-    from jitflow.ops.math import add_n
+    from jitflow.ops.math.common import add_n
     ps = [convert_to_tensor(p, name="params") for p in params]
     ids = convert_to_tensor(ids, name="ids")
     n = len(ps)

@@ -111,7 +111,7 @@ local_response_normalization = lrn
 # -- activations and small layers -----------------------------------------------------------------
 def swish(features, beta: float = 1.0, name: Optional[str] = None) -> Tensor:
     """`tf.nn.swish` / `silu`: x * sigmoid(beta * x)."""
-    from jitflow.ops.math import sigmoid
+    from jitflow.ops.math.unary import sigmoid
     with name_scope(name, "swish", [features]):
         x = convert_to_tensor(features, name="features")
         return x * sigmoid(x * beta if beta != 1.0 else x)
@@ -246,7 +246,8 @@ def sufficient_statistics(x, axes, shift=None, keep_dims=None, name: Optional[st
                           keepdims=None) -> tuple:
     """`tf.nn.sufficient_statistics`: (count, sum of x - shift, sum of squares, shift)."""
     from jitflow.ops.array import shape, gather
-    from jitflow.ops.math import cast, square
+    from jitflow.ops.math.casting import cast
+    from jitflow.ops.math.unary import square
     from jitflow.ops.reduce import _legacy, normalize_axis, reduce_prod, reduce_sum
     keep = bool(_legacy(keepdims, keep_dims, "keepdims", "keep_dims"))
     with name_scope(name, "sufficient_statistics", [x, shift]):
@@ -266,7 +267,7 @@ def sufficient_statistics(x, axes, shift=None, keep_dims=None, name: Optional[st
 
 def normalize_moments(counts, mean_ss, variance_ss, shift, name: Optional[str] = None) -> tuple:
     """`tf.nn.normalize_moments`: (mean, variance) from sufficient statistics."""
-    from jitflow.ops.math import reciprocal, square
+    from jitflow.ops.math.unary import reciprocal, square
     with name_scope(name, "normalize", [counts, mean_ss, variance_ss, shift]):
         div = reciprocal(convert_to_tensor(counts), name="divisor")
         shifted_mean = mean_ss * div
@@ -280,7 +281,8 @@ def weighted_moments(x, axes, frequency_weights, name: Optional[str] = None,
     """`tf.nn.weighted_moments`: the mean and variance of `x` weighted by
     `frequency_weights` (broadcast against x) over `axes`."""
     from jitflow.ops.array import squeeze
-    from jitflow.ops.math import div_no_nan, square
+    from jitflow.ops.math.arithmetic import div_no_nan
+    from jitflow.ops.math.unary import square
     from jitflow.ops.reduce import _legacy, normalize_axis, reduce_sum
     keep = bool(_legacy(keepdims, keep_dims, "keepdims", "keep_dims"))
     with name_scope(name, "weighted_moments", [x, frequency_weights, axes]):
@@ -303,7 +305,7 @@ def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon: float 
     """`tf.nn.fused_batch_norm`: (y, batch mean, batch variance) when training (variance
     with Bessel's correction, as TF returns it), or (y, mean, variance) with the given
     statistics."""
-    from jitflow.ops.math import cast
+    from jitflow.ops.math.casting import cast
     from jitflow.ops.nn import batch_normalization, moments
     if data_format != "NHWC":
         raise ValueError("fused_batch_norm: only NHWC is supported")
@@ -333,7 +335,9 @@ def log_poisson_loss(targets, log_input, compute_full_loss: bool = False,
                      name: Optional[str] = None) -> Tensor:
     """`tf.nn.log_poisson_loss`: exp(log_input) - targets * log_input (plus Stirling's
     approximation of log(targets!) where targets > 1 with `compute_full_loss`)."""
-    from jitflow.ops.math import exp, greater, log, scalar_like, where_v2
+    from jitflow.ops.math.common import scalar_like
+    from jitflow.ops.math.compare import greater, where_v2
+    from jitflow.ops.math.unary import exp, log
     with name_scope(name, "log_poisson_loss", [targets, log_input]):
         li = convert_to_tensor(log_input, name="log_input")
         t = convert_to_tensor(targets, dtype=li.dtype if not isinstance(targets, Tensor)
@@ -356,7 +360,7 @@ def compute_average_loss(per_example_loss, sample_weight=None,
                          global_batch_size=None) -> Tensor:
     """`tf.nn.compute_average_loss`: sum(per_example_loss * weight) / batch size."""
     from jitflow.ops.array import shape
-    from jitflow.ops.math import cast
+    from jitflow.ops.math.casting import cast
     from jitflow.ops.reduce import reduce_sum
     loss = convert_to_tensor(per_example_loss)
     if sample_weight is not None:
@@ -395,7 +399,9 @@ def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy: str 
     embeddings of its ids combined ("sum", "mean" (default) or "sqrtn"), weighted by
     `sp_weights` when given."""
     from jitflow.ops.array import expand_dims
-    from jitflow.ops.math import cast, div_no_nan, sqrt, square
+    from jitflow.ops.math.arithmetic import div_no_nan
+    from jitflow.ops.math.casting import cast
+    from jitflow.ops.math.unary import sqrt, square
     from jitflow.ops.nn import embedding_lookup
     from jitflow.ops.segment import segment_sum
     combiner = combiner or "mean"

@@ -15,10 +15,12 @@ import numpy as np
 from jitflow import dtypes as _dtypes
 from jitflow.compiler.ir import Load, Reduce
 from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
-from jitflow.ops.math import (
-    _FLOATS, _NUMERIC, broadcast_like, broadcast_reduced, cast, check_dtype, equal, exp,
-    is_finite, log, not_equal, scalar_like, square, stop_gradient, where_v2,
+from jitflow.ops.math.casting import cast
+from jitflow.ops.math.common import (
+    _FLOATS, _NUMERIC, broadcast_like, broadcast_reduced, check_dtype, scalar_like, stop_gradient,
 )
+from jitflow.ops.math.compare import equal, not_equal, where_v2
+from jitflow.ops.math.unary import exp, is_finite, log, square
 from jitflow.ops.registry import Example, register
 from jitflow.shapes import TensorShape
 
@@ -362,7 +364,7 @@ def reduce_variance(input_tensor, axis=None, keepdims: bool = False,
 def reduce_std(input_tensor, axis=None, keepdims: bool = False,
                name: Optional[str] = None) -> Tensor:
     """`tf.math.reduce_std`: the square root of `reduce_variance`."""
-    from jitflow.ops.math import sqrt
+    from jitflow.ops.math.unary import sqrt
     with name_scope(name, "reduce_std", [input_tensor]):
         return sqrt(reduce_variance(input_tensor, axis, keepdims))
 

@@ -15,11 +15,12 @@ import numpy as np
 
 from jitflow import dtypes as _dtypes
 from jitflow.graph import convert_to_tensor, make_op, name_scope
-from jitflow.ops.array import concat, expand_dims, ones_like, reshape, zeros_like
-from jitflow.ops.array import slice as slice_
+from jitflow.ops.array import concat, expand_dims, ones_like, reshape, zeros_like, slice as slice_
 from jitflow.ops.candidate_sampling import log_uniform_candidate_sampler
 from jitflow.ops.linalg import matmul
-from jitflow.ops.math import cast, log, scalar_like, stop_gradient
+from jitflow.ops.math.casting import cast
+from jitflow.ops.math.common import scalar_like, stop_gradient
+from jitflow.ops.math.unary import log
 from jitflow.ops.nn import (embedding_lookup, sigmoid_cross_entropy_with_logits,
                             softmax_cross_entropy_with_logits_v2)
 from jitflow.ops.reduce import reduce_sum

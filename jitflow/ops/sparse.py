@@ -167,7 +167,7 @@ def _std_grad(op, g):
     from jitflow.ops.array import gather_nd
     idx = op.inputs[0]
     from jitflow.ops.array import reshape
-    from jitflow.ops.math import cast
+    from jitflow.ops.math.casting import cast
     rank_idx = idx.shape.ndims
     if rank_idx == 2:
         picked = gather_nd(g, idx)

@@ -46,7 +46,7 @@ def _fraction_full(q, capacity: int, summary_name: Optional[str]) -> None:
     if summary_name is None:
         return
     from jitflow import summary
-    from jitflow.ops.math import cast
+    from jitflow.ops.math.casting import cast
     summary.scalar(summary_name, cast(q.size(), _dtypes.float32) * (1.0 / capacity))
 
 
@@ -186,10 +186,10 @@ def _batch_common(lists: list, tensors, batch_size, capacity: int, enqueue_many:
             ops.extend([enq] * threads_per_list)
         add_queue_runner(QueueRunner(q, ops))
         from jitflow import summary
-        from jitflow.ops.math import cast
+        from jitflow.ops.math.casting import cast
         if shuffle is not None:
             full = cast(q.size() - shuffle[0], _dtypes.float32)
-            from jitflow.ops.math import maximum
+            from jitflow.ops.math.compare import maximum
             frac = maximum(0.0, full) * (1.0 / (capacity - shuffle[0]))
             summary.scalar(f"fraction_over_{shuffle[0]}_of_{capacity - shuffle[0]}_full",
                            frac)

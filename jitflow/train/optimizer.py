@@ -271,7 +271,7 @@ class Optimizer:
         key = (name, dtype)
         t = cache.get(key)
         if t is None:
-            from jitflow.ops.math import cast
+            from jitflow.ops.math.casting import cast
             value = self._call_if_callable(value)
             if isinstance(value, Tensor) or hasattr(value, "_to_tensor"):
                 t = cast(convert_to_tensor(value), dtype)
@@ -304,7 +304,7 @@ def _make_slot_variable(var, value: float, op_name: str):
             return constant(np.full(shape, value, dtype=npd), name="Const")
         validate = True
     else:
-        from jitflow.ops.math import broadcast_like
+        from jitflow.ops.math.common import broadcast_like
 
         def init():
             return broadcast_like(constant(np.asarray(value, dtype=npd), name="Const"),
