@@ -17,7 +17,7 @@ from jitflow import dtypes as _dtypes
 from jitflow.graph import GraphKeys, Tensor, convert_to_tensor, get_default_graph, name_scope
 from jitflow.ops import array as _array
 from jitflow.ops.math import casting as _casting, common as _common, compare as _compare
-from jitflow.ops import nn as _nn
+from jitflow.ops.nn import basic as _basic, conv as _conv, pool as _pool
 from jitflow.ops.compat_extra import InputSpec  # noqa: F401  (tf.layers.InputSpec)
 from jitflow.ops.control_flow import cond
 from jitflow.ops.init_ops import ones_initializer, zeros_initializer
@@ -197,7 +197,7 @@ class Dense(Layer):
         else:
             out = matmul(inputs, self.kernel)
         if self.bias is not None:
-            out = _nn.bias_add(out, self.bias)
+            out = _basic.bias_add(out, self.bias)
         out = _activate(self.activation, out)
         if self.activity_regularizer is not None:
             loss = self.activity_regularizer(out)
@@ -264,10 +264,10 @@ class Conv2D(Layer):
         self.built = True
 
     def call(self, inputs):
-        out = _nn.conv2d(inputs, self.kernel, strides=[1, *self.strides, 1],
-                         padding=self.padding, dilations=[1, *self.dilation_rate, 1])
+        out = _conv.conv2d(inputs, self.kernel, strides=[1, *self.strides, 1],
+                           padding=self.padding, dilations=[1, *self.dilation_rate, 1])
         if self.bias is not None:
-            out = _nn.bias_add(out, self.bias)
+            out = _basic.bias_add(out, self.bias)
         return _activate(self.activation, out)
 
 
@@ -299,11 +299,11 @@ class Conv1D(Conv2D):
     def call(self, inputs):
         x = _array.expand_dims(inputs, 1)
         kernel = _array.expand_dims(self.kernel, 0)
-        out = _nn.conv2d(x, kernel, strides=[1, *self.strides, 1], padding=self.padding,
-                         dilations=[1, *self.dilation_rate, 1])
+        out = _conv.conv2d(x, kernel, strides=[1, *self.strides, 1], padding=self.padding,
+                           dilations=[1, *self.dilation_rate, 1])
         out = _array.squeeze(out, [1])
         if self.bias is not None:
-            out = _nn.bias_add(out, self.bias)
+            out = _basic.bias_add(out, self.bias)
         return _activate(self.activation, out)
 
 
@@ -337,14 +337,14 @@ class MaxPooling2D(_Pooling2D):
     """`tf.layers.MaxPooling2D`."""
 
     _base_name = "max_pooling2d"
-    _op = staticmethod(_nn.max_pool)
+    _op = staticmethod(_pool.max_pool)
 
 
 class AveragePooling2D(_Pooling2D):
     """`tf.layers.AveragePooling2D`."""
 
     _base_name = "average_pooling2d"
-    _op = staticmethod(_nn.avg_pool)
+    _op = staticmethod(_pool.avg_pool)
 
 
 class _Pooling1D(_Pooling2D):
@@ -362,14 +362,14 @@ class MaxPooling1D(_Pooling1D):
     """`tf.layers.MaxPooling1D`: over [batch, width, channels]."""
 
     _base_name = "max_pooling1d"
-    _op = staticmethod(_nn.max_pool)
+    _op = staticmethod(_pool.max_pool)
 
 
 class AveragePooling1D(_Pooling1D):
     """`tf.layers.AveragePooling1D`: over [batch, width, channels]."""
 
     _base_name = "average_pooling1d"
-    _op = staticmethod(_nn.avg_pool)
+    _op = staticmethod(_pool.avg_pool)
 
 
 class Flatten(Layer):
@@ -406,8 +406,8 @@ class Dropout(Layer):
 
     def call(self, inputs, training=False):
         def drop():
-            return _nn.dropout(inputs, noise_shape=self.noise_shape, seed=self.seed,
-                               rate=self.rate)
+            return _basic.dropout(inputs, noise_shape=self.noise_shape, seed=self.seed,
+                                  rate=self.rate)
 
         def keep():
             return _array.identity(inputs)
@@ -498,11 +498,11 @@ class BatchNormalization(Layer):
         b = self._broadcast
 
         def normalize(mean, var):
-            return _nn.batch_normalization(inputs, b(mean), b(var), b(self.beta), b(self.gamma),
-                                           self.epsilon)
+            return _basic.batch_normalization(inputs, b(mean), b(var), b(self.beta), b(self.gamma),
+                                              self.epsilon)
         if known is False:
             return normalize(self.moving_mean, self.moving_variance)
-        mean, var = _nn.moments(inputs, reduce_axes)
+        mean, var = _basic.moments(inputs, reduce_axes)
         if known is None:
             flag = convert_to_tensor(training, dtype=_dtypes.bool_)
             out = cond(flag, lambda: normalize(mean, var),
@@ -690,7 +690,7 @@ class Conv2DTranspose(Conv2D):
         out.set_shape([dims[0], *(n if isinstance(n, int) else None for n in sizes),
                        self.filters])
         if self.bias is not None:
-            out = _nn.bias_add(out, self.bias)
+            out = _basic.bias_add(out, self.bias)
         return _activate(self.activation, out)
 
 

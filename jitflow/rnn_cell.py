@@ -26,7 +26,7 @@ from jitflow.ops import array as _array
 from jitflow.ops.math import (
     arithmetic as _arithmetic, casting as _casting, compare as _compare, unary as _unary,
 )
-from jitflow.ops import nn as _nn
+from jitflow.ops.nn import activations as _activations, basic as _basic
 from jitflow.ops.init_ops import constant_initializer, zeros_initializer
 from jitflow.ops.linalg import matmul
 from jitflow.ops.variable_scope import get_variable, get_variable_scope, variable_scope
@@ -144,9 +144,9 @@ def _activation(activation) -> Callable:
         return _unary.tanh
     if callable(activation):
         return activation
-    table = {"tanh": _unary.tanh, "sigmoid": _unary.sigmoid, "relu": _nn.relu,
-             "relu6": _nn.relu6, "elu": _nn.elu, "selu": _nn.selu, "softsign": _nn.softsign,
-             "linear": lambda x: x}
+    table = {"tanh": _unary.tanh, "sigmoid": _unary.sigmoid, "relu": _activations.relu,
+             "relu6": _activations.relu6, "elu": _activations.elu, "selu": _activations.selu,
+             "softsign": _activations.softsign, "linear": lambda x: x}
     if activation not in table:
         raise ValueError(f"Unknown activation function: {activation}")
     return table[activation]
@@ -360,7 +360,7 @@ class BasicRNNCell(LayerRNNCell):
 
     def call(self, inputs, state):
         check_float_dtypes([inputs, state])
-        z = _nn.bias_add(matmul(_array.concat([inputs, state], 1), self._kernel), self._bias)
+        z = _basic.bias_add(matmul(_array.concat([inputs, state], 1), self._kernel), self._bias)
         out = self._activation(z)
         return out, out
 
@@ -408,11 +408,11 @@ class GRUCell(LayerRNNCell):
 
     def call(self, inputs, state):
         check_float_dtypes([inputs, state])
-        g = _nn.bias_add(matmul(_array.concat([inputs, state], 1), self._gate_kernel),
-                         self._gate_bias)
+        g = _basic.bias_add(matmul(_array.concat([inputs, state], 1), self._gate_kernel),
+                            self._gate_bias)
         r, u = _array.split(_unary.sigmoid(g), num_or_size_splits=2, axis=1)
-        c = _nn.bias_add(matmul(_array.concat([inputs, r * state], 1), self._candidate_kernel),
-                         self._candidate_bias)
+        c = _basic.bias_add(matmul(_array.concat([inputs, r * state], 1), self._candidate_kernel),
+                            self._candidate_bias)
         c = self._activation(c)
         new_h = u * state + (1 - u) * c
         return new_h, new_h
@@ -472,7 +472,7 @@ class BasicLSTMCell(LayerRNNCell):
             c, h = state
         else:
             c, h = _array.split(state, num_or_size_splits=2, axis=1)
-        z = _nn.bias_add(matmul(_array.concat([inputs, h], 1), self._kernel), self._bias)
+        z = _basic.bias_add(matmul(_array.concat([inputs, h], 1), self._kernel), self._bias)
         i, j, f, o = _array.split(z, num_or_size_splits=4, axis=1)
         forget_bias = convert_to_tensor(self._forget_bias, dtype=f.dtype)
         act, sig = self._activation, _unary.sigmoid
@@ -550,7 +550,7 @@ class LSTMCell(LayerRNNCell):
         if inputs.shape.ndims != 2 or inputs.shape.as_list()[1] is None:
             raise ValueError(f"Could not infer input size from inputs.get_shape()[-1]. "
                              f"Received input shape: {inputs.shape}")
-        z = _nn.bias_add(matmul(_array.concat([inputs, m_prev], 1), self._kernel), self._bias)
+        z = _basic.bias_add(matmul(_array.concat([inputs, m_prev], 1), self._kernel), self._bias)
         i, j, f, o = _array.split(z, num_or_size_splits=4, axis=1)
         sig, act = _unary.sigmoid, self._activation
         if self._use_peepholes:
@@ -786,7 +786,7 @@ class DropoutWrapper(_Wrapper):
             if not on:
                 out.append(v)
             elif nz is None:
-                out.append(_nn.dropout(v, keep_prob=keep, seed=self._gen_seed(salt, i)))
+                out.append(_basic.dropout(v, keep_prob=keep, seed=self._gen_seed(salt, i)))
             else:
                 r = _arithmetic.divide(v, keep) * _unary.floor(keep + nz)
                 r.set_shape(v.shape)

@@ -74,14 +74,14 @@ def _pool1d(fn, input, ksize, strides, padding, name):  # noqa: A002
 def max_pool1d(input, ksize, strides, padding, data_format: str = "NWC",  # noqa: A002
                name: Optional[str] = None) -> Tensor:
     """`tf.nn.max_pool1d`: max pooling over [batch, width, channels]."""
-    from jitflow.ops.nn import max_pool
+    from jitflow.ops.nn.pool import max_pool
     return _pool1d(max_pool, input, ksize, strides, padding, name)
 
 
 def avg_pool1d(input, ksize, strides, padding, data_format: str = "NWC",  # noqa: A002
                name: Optional[str] = None) -> Tensor:
     """`tf.nn.avg_pool1d`: average pooling over [batch, width, channels]."""
-    from jitflow.ops.nn import avg_pool
+    from jitflow.ops.nn.pool import avg_pool
     return _pool1d(avg_pool, input, ksize, strides, padding, name)
 
 

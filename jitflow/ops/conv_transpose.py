@@ -16,9 +16,11 @@ from jitflow import dtypes as _dtypes
 from jitflow import errors
 from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.compiler.ir import LibCall
-from jitflow.ops.nn import (_check_conv_grad_dims, _conv_input_grad_ref, _four, _np_conv_direct,
-                            _np_vjp, _out_size, _padding, _win_out, _win_params, _win_stored,
-                            winograd_candidate)
+from jitflow.ops.nn.conv import _conv_input_grad_ref, _np_conv_direct
+from jitflow.ops.nn.window import _four, _np_vjp, _out_size, _padding
+from jitflow.ops.nn.window_lowering import (
+    _check_conv_grad_dims, _win_out, _win_params, _win_stored, winograd_candidate,
+)
 from jitflow.ops.reduce import _legacy
 from jitflow.ops.registry import Example, register
 from jitflow.shapes import TensorShape

@@ -17,8 +17,9 @@ from jitflow.ops.math.casting import cast
 from jitflow.ops.math.common import add_n, broadcast_like, scalar_like, stop_gradient
 from jitflow.ops.math.compare import equal, minimum, squared_difference, where_v2
 from jitflow.ops.math.unary import abs, log
-from jitflow.ops.nn import (
-    relu, sigmoid_cross_entropy_with_logits, softmax_cross_entropy_with_logits_v2,
+from jitflow.ops.nn.activations import relu
+from jitflow.ops.nn.softmax_xent import (
+    sigmoid_cross_entropy_with_logits, softmax_cross_entropy_with_logits_v2,
     sparse_softmax_cross_entropy_with_logits,
 )
 from jitflow.ops.reduce import _legacy, reduce_sum

@@ -682,6 +682,6 @@ def global_norm(t_list, name: Optional[str] = None) -> Tensor:
 def l2_normalize(x, axis=None, epsilon: float = 1e-12, name: Optional[str] = None,
                  dim=None) -> Tensor:
     """`tf.linalg.l2_normalize` (= `tf.nn.l2_normalize`)."""
-    from jitflow.ops.nn import l2_normalize as l2n
+    from jitflow.ops.nn.basic import l2_normalize as l2n
     return l2n(x, axis=axis, epsilon=epsilon, name=name, dim=dim)
 

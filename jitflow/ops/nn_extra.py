@@ -123,7 +123,7 @@ silu = swish
 def crelu(features, name: Optional[str] = None, axis: int = -1) -> Tensor:
     """`tf.nn.crelu`: relu of [x, -x] concatenated along `axis`."""
     from jitflow.ops.array import concat
-    from jitflow.ops.nn import relu
+    from jitflow.ops.nn.activations import relu
     with name_scope(name, "CRelu", [features]):
         x = convert_to_tensor(features, name="features")
         return relu(concat([x, -x], axis))
@@ -131,7 +131,8 @@ def crelu(features, name: Optional[str] = None, axis: int = -1) -> Tensor:
 
 def relu_layer(x, weights, biases, name: Optional[str] = None) -> Tensor:
     """`tf.nn.relu_layer`: relu(x @ weights + biases)."""
-    from jitflow.ops.nn import relu, xw_plus_b
+    from jitflow.ops.nn.activations import relu
+    from jitflow.ops.nn.basic import xw_plus_b
     with name_scope(name, "relu_layer", [x, weights, biases]):
         return relu(xw_plus_b(x, weights, biases))
 
@@ -139,14 +140,14 @@ def relu_layer(x, weights, biases, name: Optional[str] = None) -> Tensor:
 def max_pool2d(input, ksize, strides, padding, data_format: str = "NHWC",  # noqa: A002
                name: Optional[str] = None) -> Tensor:
     """`tf.nn.max_pool2d`: `max_pool` of a 4-D input."""
-    from jitflow.ops.nn import max_pool
+    from jitflow.ops.nn.pool import max_pool
     return max_pool(input, ksize, strides, padding, data_format, name)
 
 
 def avg_pool2d(input, ksize, strides, padding, data_format: str = "NHWC",  # noqa: A002
                name: Optional[str] = None) -> Tensor:
     """`tf.nn.avg_pool2d`: `avg_pool` of a 4-D input."""
-    from jitflow.ops.nn import avg_pool
+    from jitflow.ops.nn.pool import avg_pool
     return avg_pool(input, ksize, strides, padding, data_format, name)
 
 
@@ -157,7 +158,7 @@ avg_pool_v2 = avg_pool2d
 def atrous_conv2d(value, filters, rate: int, padding: str,
                   name: Optional[str] = None) -> Tensor:
     """`tf.nn.atrous_conv2d`: convolution with the filter taps `rate` pixels apart."""
-    from jitflow.ops.nn import conv2d
+    from jitflow.ops.nn.conv import conv2d
     if rate < 1:
         raise ValueError(f"rate {rate} cannot be less than one")
     return conv2d(value, filters, [1, 1, 1, 1], padding, dilations=[1, rate, rate, 1],
@@ -170,7 +171,7 @@ def conv1d(value=None, filters=None, stride=None, padding=None, use_cudnn_on_gpu
     """`tf.nn.conv1d`: [batch, width, in] by [k, in, out], as a 2-D convolution of height 1
     (as TF does)."""
     from jitflow.ops.array import expand_dims, squeeze
-    from jitflow.ops.nn import conv2d
+    from jitflow.ops.nn.conv import conv2d
     from jitflow.ops.reduce import _legacy
     value = _legacy(value, input, "value", "input")
     if data_format not in ("NWC", "NHWC"):
@@ -188,7 +189,7 @@ def convolution(input, filter=None, padding=None, strides=None,  # noqa: A002
                 dilation_rate=None, name: Optional[str] = None, data_format=None,
                 filters=None, dilations=None) -> Tensor:
     """`tf.nn.convolution` for 1-D and 2-D inputs (channels last)."""
-    from jitflow.ops.nn import conv2d
+    from jitflow.ops.nn.conv import conv2d
     from jitflow.ops.reduce import _legacy
     filter = _legacy(filter, filters, "filter", "filters")  # noqa: A001
     dilation_rate = _legacy(dilation_rate, dilations, "dilation_rate", "dilations")
@@ -306,7 +307,7 @@ def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon: float 
     with Bessel's correction, as TF returns it), or (y, mean, variance) with the given
     statistics."""
     from jitflow.ops.math.casting import cast
-    from jitflow.ops.nn import batch_normalization, moments
+    from jitflow.ops.nn.basic import batch_normalization, moments
     if data_format != "NHWC":
         raise ValueError("fused_batch_norm: only NHWC is supported")
     with name_scope(name, "FusedBatchNorm", [x, scale, offset]):
@@ -377,7 +378,7 @@ def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides,  # noqa: 
     """`tf.nn.conv2d_backprop_filter`: the gradient of `conv2d` with respect to a filter of
     shape `filter_sizes` (known when the graph is built)."""
     from jitflow.ops.array import zeros
-    from jitflow.ops.nn import _four, _padding
+    from jitflow.ops.nn.window import _four, _padding
     if isinstance(filter_sizes, Tensor):
         if filter_sizes.op.type != "Const":
             raise NotImplementedError("conv2d_backprop_filter: filter_sizes must be static")
@@ -402,7 +403,7 @@ def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy: str 
     from jitflow.ops.math.arithmetic import div_no_nan
     from jitflow.ops.math.casting import cast
     from jitflow.ops.math.unary import sqrt, square
-    from jitflow.ops.nn import embedding_lookup
+    from jitflow.ops.nn.embedding import embedding_lookup
     from jitflow.ops.segment import segment_sum
     combiner = combiner or "mean"
     if combiner not in ("sum", "mean", "sqrtn"):

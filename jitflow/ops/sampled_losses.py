@@ -21,8 +21,10 @@ from jitflow.ops.linalg import matmul
 from jitflow.ops.math.casting import cast
 from jitflow.ops.math.common import scalar_like, stop_gradient
 from jitflow.ops.math.unary import log
-from jitflow.ops.nn import (embedding_lookup, sigmoid_cross_entropy_with_logits,
-                            softmax_cross_entropy_with_logits_v2)
+from jitflow.ops.nn.embedding import embedding_lookup
+from jitflow.ops.nn.softmax_xent import (
+    sigmoid_cross_entropy_with_logits, softmax_cross_entropy_with_logits_v2,
+)
 from jitflow.ops.reduce import reduce_sum
 
 __all__: list = []

@@ -473,7 +473,7 @@ def polyval(coeffs, x, name: Optional[str] = None) -> Tensor:
 
 def zero_fraction(value, name: Optional[str] = None) -> Tensor:
     """`tf.math.zero_fraction`: the fraction of zeros in `value`."""
-    from jitflow.ops.nn import zero_fraction as zf
+    from jitflow.ops.nn.basic import zero_fraction as zf
     return zf(value, name=name)
 
 
