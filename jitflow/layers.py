@@ -672,7 +672,7 @@ class Conv2DTranspose(Conv2D):
         return [*self.kernel_size, self.filters, cin]
 
     def call(self, inputs):
-        from jitflow.ops.conv_transpose import conv2d_transpose as _conv_t
+        from jitflow.ops.nn.conv_transpose import conv2d_transpose as _conv_t
         dims = inputs.shape.as_list()
         dyn = _array.shape(inputs)
         sizes = []

@@ -21,7 +21,7 @@ from jitflow.shapes import Dimension, TensorShape, as_shape, broadcast_static
 
 __all__ = ["dynamic_partition", "dynamic_stitch", "sort", "argsort", "unique_with_counts",
            "setdiff1d", "repeat", "batch_gather", "parallel_stack", "histogram_fixed_width",
-           "ensure_shape", "saturate_cast", "broadcast_static_shape", "broadcast_dynamic_shape",
+           "ensure_shape", "broadcast_static_shape", "broadcast_dynamic_shape",
            "dimension_value", "dimension_at_index", "scatter_nd_update", "scatter_nd_add",
            "scatter_nd_sub", "scatter_mul", "scatter_div", "scatter_max", "scatter_min",
            "random_gamma", "random_poisson", "guarantee_const", "searchsorted"]
@@ -371,25 +371,6 @@ def guarantee_const(input, name: Optional[str] = None) -> Tensor:  # noqa: A002
     """`tf.guarantee_const`: the input (a hint TF's runtime uses; nothing to do here)."""
     from jitflow.ops.array import identity
     return identity(input, name=name or "GuaranteeConst")
-
-
-def saturate_cast(value, dtype, name: Optional[str] = None) -> Tensor:
-    """`tf.saturate_cast`: cast with values clipped to the target dtype's range."""
-    from jitflow.ops.math.casting import cast
-    from jitflow.ops.math.compare import clip_by_value
-    dtype = _dtypes.as_dtype(dtype)
-    with name_scope(name, "saturate_cast", [value]):
-        x = convert_to_tensor(value, name="value")
-        if dtype.is_integer or (x.dtype.is_floating and dtype.is_floating and
-                                np.dtype(dtype.as_numpy_dtype).itemsize <
-                                np.dtype(x.dtype.as_numpy_dtype).itemsize):
-            lo, hi = float(dtype.min), float(dtype.max)
-            if x.dtype.is_integer:
-                info = np.iinfo(x.dtype.as_numpy_dtype)
-                lo, hi = max(lo, info.min), min(hi, info.max)
-            x = clip_by_value(x, np.asarray(lo).astype(x.dtype.as_numpy_dtype),
-                              np.asarray(hi).astype(x.dtype.as_numpy_dtype))
-        return cast(x, dtype)
 
 
 def broadcast_static_shape(shape_x, shape_y) -> TensorShape:

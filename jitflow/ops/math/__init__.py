@@ -12,7 +12,8 @@ per family; each op is one registry entry (shape rule, NumPy reference, gradient
 - `compare.py`    Maximum, Minimum, SquaredDifference, the comparisons, the logical ops and
                   the selects (Select, SelectV2, Where), with `clip_by_value`;
 - `cumulative.py` Cumsum, Cumprod;
-- `casting.py`    Cast and `cast`, `to_float` ...;
+- `casting.py`    Cast and `cast`, `to_float` ..., `saturate_cast`;
+- `special.py`    the special functions Igamma, Igammac, Zeta, Erfinv, Ndtri and `xlog1py`;
 - `operators.py`  the Python operators on Tensor (`a + b`, `a @ b`, `a & b`, ...).
 
 Binary ops broadcast as NumPy does; their gradients sum back over the broadcast axes through

@@ -1,5 +1,5 @@
 """Dtype conversion: the op Cast and `tf.cast`, `tf.to_float`, `tf.to_double`, `tf.to_int32`,
-`tf.to_int64`.
+`tf.to_int64`, and `tf.saturate_cast` (values clipped to the target's range first).
 """
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from typing import Optional
 import numpy as np
 
 from jitflow import dtypes as _dtypes
-from jitflow.graph import Tensor, convert_to_tensor, make_op
+from jitflow.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.ops.registry import Example, register
 
 __all__ = [
-    "cast", "to_float", "to_double", "to_int32", "to_int64",
+    "cast", "to_float", "to_double", "to_int32", "to_int64", "saturate_cast",
 ]
 
 
@@ -57,3 +57,22 @@ def to_int32(x, name: str = "ToInt32") -> Tensor:
 
 def to_int64(x, name: str = "ToInt64") -> Tensor:
     return cast(x, _dtypes.int64, name=name)
+
+
+# -- saturate_cast --------------------------------------------------------------------------------
+def saturate_cast(value, dtype, name: Optional[str] = None) -> Tensor:
+    """`tf.saturate_cast`: cast with values clipped to the target dtype's range."""
+    from jitflow.ops.math.compare import clip_by_value
+    dtype = _dtypes.as_dtype(dtype)
+    with name_scope(name, "saturate_cast", [value]):
+        x = convert_to_tensor(value, name="value")
+        if dtype.is_integer or (x.dtype.is_floating and dtype.is_floating and
+                                np.dtype(dtype.as_numpy_dtype).itemsize <
+                                np.dtype(x.dtype.as_numpy_dtype).itemsize):
+            lo, hi = float(dtype.min), float(dtype.max)
+            if x.dtype.is_integer:
+                info = np.iinfo(x.dtype.as_numpy_dtype)
+                lo, hi = max(lo, info.min), min(hi, info.max)
+            x = clip_by_value(x, np.asarray(lo).astype(x.dtype.as_numpy_dtype),
+                              np.asarray(hi).astype(x.dtype.as_numpy_dtype))
+        return cast(x, dtype)

@@ -1,5 +1,5 @@
 """Activations: Relu, Relu6, LeakyRelu, Elu, Selu, Softsign, elementwise ops with scalar
-expressions (`tf.nn.relu` ...).
+expressions (`tf.nn.relu` ...), and the compositions `swish` (`silu`) and `crelu`.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ __all__: list = []
 
 NAMESPACES = {
     "nn": [
-        "relu", "relu6", "leaky_relu", "elu", "selu", "softsign",
+        "relu", "relu6", "leaky_relu", "elu", "selu", "softsign", "swish", "silu", "crelu",
     ],
     "math": [
         "softsign",
@@ -165,3 +165,23 @@ def selu(features, name: Optional[str] = None) -> Tensor:
 def softsign(features, name: Optional[str] = None) -> Tensor:
     """`tf.nn.softsign`: x / (1 + |x|) (op `Softsign`)."""
     return _act("Softsign", features, name)
+
+
+# -- swish and crelu (compositions) ---------------------------------------------------------------
+def swish(features, beta: float = 1.0, name: Optional[str] = None) -> Tensor:
+    """`tf.nn.swish` / `silu`: x * sigmoid(beta * x)."""
+    from jitflow.ops.math.unary import sigmoid
+    with name_scope(name, "swish", [features]):
+        x = convert_to_tensor(features, name="features")
+        return x * sigmoid(x * beta if beta != 1.0 else x)
+
+
+silu = swish
+
+
+def crelu(features, name: Optional[str] = None, axis: int = -1) -> Tensor:
+    """`tf.nn.crelu`: relu of [x, -x] concatenated along `axis`."""
+    from jitflow.ops.array import concat
+    with name_scope(name, "CRelu", [features]):
+        x = convert_to_tensor(features, name="features")
+        return relu(concat([x, -x], axis))

@@ -1,5 +1,8 @@
-"""The small `tf.nn` ops: L2Loss (`l2_loss`), BiasAdd (`bias_add`, `xw_plus_b`), and the
-compositions `moments`, `l2_normalize`, `batch_normalization`, `dropout`, `zero_fraction`.
+"""The small `tf.nn` ops: L2Loss (`l2_loss`), BiasAdd (`bias_add`, `xw_plus_b`,
+`relu_layer`), and compositions of other ops: `moments` and its helpers
+(`sufficient_statistics`, `normalize_moments`, `weighted_moments`), `l2_normalize`,
+`batch_normalization`, `fused_batch_norm`, `dropout`, `zero_fraction`, and the small losses
+`log_poisson_loss`, `scale_regularization_loss`, `compute_average_loss`.
 """
 from __future__ import annotations
 
@@ -28,10 +31,12 @@ __all__ = [
 NAMESPACES = {
     "nn": [
         "l2_loss", "bias_add", "moments", "dropout", "l2_normalize", "xw_plus_b",
-        "batch_normalization", "zero_fraction",
+        "batch_normalization", "zero_fraction", "relu_layer", "normalize_moments",
+        "sufficient_statistics", "weighted_moments", "fused_batch_norm", "log_poisson_loss",
+        "scale_regularization_loss", "compute_average_loss",
     ],
     "math": [
-        "l2_normalize",
+        "l2_normalize", "log_poisson_loss",
     ],
 }
 
@@ -198,3 +203,129 @@ def zero_fraction(value, name: Optional[str] = None) -> Tensor:
         zero = scalar_like(False if value.dtype.is_bool else 0, value)
         is_zero = cast(equal(value, zero), _dtypes.float32)
         return reduce_mean(is_zero, name=scope)
+
+
+# -- relu_layer, moment helpers, fused_batch_norm, small losses (compositions) --------------------
+def relu_layer(x, weights, biases, name: Optional[str] = None) -> Tensor:
+    """`tf.nn.relu_layer`: relu(x @ weights + biases)."""
+    from jitflow.ops.nn.activations import relu
+    with name_scope(name, "relu_layer", [x, weights, biases]):
+        return relu(xw_plus_b(x, weights, biases))
+
+
+def sufficient_statistics(x, axes, shift=None, keep_dims=None, name: Optional[str] = None,
+                          keepdims=None) -> tuple:
+    """`tf.nn.sufficient_statistics`: (count, sum of x - shift, sum of squares, shift)."""
+    from jitflow.ops.array import shape, gather
+    from jitflow.ops.reduce import reduce_prod
+    keep = bool(_legacy(keepdims, keep_dims, "keepdims", "keep_dims"))
+    with name_scope(name, "sufficient_statistics", [x, shift]):
+        x = convert_to_tensor(x, name="x")
+        axes_t = normalize_axis(x, axes, "sufficient_statistics")
+        dims = x.shape.as_tuple()
+        if dims is not None and all(dims[a] is not None for a in axes_t):
+            count = convert_to_tensor(np.asarray(np.prod([dims[a] for a in axes_t]),
+                                                 dtype=x.dtype.as_numpy_dtype), name="count")
+        else:
+            count = cast(reduce_prod(gather(shape(x), list(axes_t))), x.dtype, name="count")
+        y = x if shift is None else x - shift
+        m_ss = reduce_sum(y, axes_t, keepdims=keep, name="mean_ss")
+        v_ss = reduce_sum(square(y), axes_t, keepdims=keep, name="var_ss")
+        return count, m_ss, v_ss, shift
+
+
+def normalize_moments(counts, mean_ss, variance_ss, shift, name: Optional[str] = None) -> tuple:
+    """`tf.nn.normalize_moments`: (mean, variance) from sufficient statistics."""
+    from jitflow.ops.math.unary import reciprocal
+    with name_scope(name, "normalize", [counts, mean_ss, variance_ss, shift]):
+        div = reciprocal(convert_to_tensor(counts), name="divisor")
+        shifted_mean = mean_ss * div
+        mean = shifted_mean + shift if shift is not None else shifted_mean
+        variance = variance_ss * div - square(shifted_mean)
+        return mean, variance
+
+
+def weighted_moments(x, axes, frequency_weights, name: Optional[str] = None,
+                     keep_dims=None, keepdims=None) -> tuple:
+    """`tf.nn.weighted_moments`: the mean and variance of `x` weighted by
+    `frequency_weights` (broadcast against x) over `axes`."""
+    from jitflow.ops.array import squeeze
+    from jitflow.ops.math.arithmetic import div_no_nan
+    keep = bool(_legacy(keepdims, keep_dims, "keepdims", "keep_dims"))
+    with name_scope(name, "weighted_moments", [x, frequency_weights, axes]):
+        x = convert_to_tensor(x, name="x")
+        w = convert_to_tensor(frequency_weights, dtype=x.dtype
+                              if not isinstance(frequency_weights, Tensor) else None)
+        ax = normalize_axis(x, axes, "weighted_moments")
+        wx = reduce_sum(w * x, ax, keepdims=True)
+        total = reduce_sum(w + x * 0, ax, keepdims=True)
+        mean = div_no_nan(wx, total)
+        var = div_no_nan(reduce_sum(w * square(x - mean), ax, keepdims=True), total)
+        if not keep:
+            mean, var = squeeze(mean, list(ax)), squeeze(var, list(ax))
+        return mean, var
+
+
+def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon: float = 0.001,
+                     data_format: str = "NHWC", is_training: bool = True,
+                     name: Optional[str] = None, exponential_avg_factor: float = 1.0) -> tuple:
+    """`tf.nn.fused_batch_norm`: (y, batch mean, batch variance) when training (variance
+    with Bessel's correction, as TF returns it), or (y, mean, variance) with the given
+    statistics."""
+    if data_format != "NHWC":
+        raise ValueError("fused_batch_norm: only NHWC is supported")
+    with name_scope(name, "FusedBatchNorm", [x, scale, offset]):
+        x = convert_to_tensor(x, name="x")
+        if is_training:
+            m, v = moments(x, [0, 1, 2])
+            y = batch_normalization(x, m, v, offset, scale, epsilon)
+            dims = x.shape.as_tuple()
+            n = np.prod(dims[:3]) if None not in dims[:3] else None
+            if n is not None:
+                corr = float(n) / max(float(n) - 1.0, 1.0)
+                return y, m, v * corr
+            from jitflow.ops.array import shape
+            from jitflow.ops.reduce import reduce_prod
+            nn_ = cast(reduce_prod(shape(x)[:3]), x.dtype)
+            return y, m, v * nn_ / (nn_ - 1.0)
+        if mean is None or variance is None:
+            raise ValueError("fused_batch_norm: mean and variance are needed when not "
+                             "training")
+        return batch_normalization(x, mean, variance, offset, scale, epsilon), \
+            convert_to_tensor(mean), convert_to_tensor(variance)
+
+
+def log_poisson_loss(targets, log_input, compute_full_loss: bool = False,
+                     name: Optional[str] = None) -> Tensor:
+    """`tf.nn.log_poisson_loss`: exp(log_input) - targets * log_input (plus Stirling's
+    approximation of log(targets!) where targets > 1 with `compute_full_loss`)."""
+    from jitflow.ops.math.compare import greater, where_v2
+    from jitflow.ops.math.unary import exp, log
+    with name_scope(name, "log_poisson_loss", [targets, log_input]):
+        li = convert_to_tensor(log_input, name="log_input")
+        t = convert_to_tensor(targets, dtype=li.dtype if not isinstance(targets, Tensor)
+                              else None, name="targets")
+        result = exp(li) - li * t
+        if compute_full_loss:
+            half_log_2pi = scalar_like(0.5 * np.log(2 * np.pi), t)
+            stirling = t * log(t) - t + 0.5 * log(t) + half_log_2pi
+            result = result + where_v2(greater(t, scalar_like(1, t)), stirling,
+                                       t * scalar_like(0, t))
+        return result
+
+
+def scale_regularization_loss(regularization_loss) -> Tensor:
+    """`tf.nn.scale_regularization_loss`: the loss itself (one replica)."""
+    return convert_to_tensor(regularization_loss)
+
+
+def compute_average_loss(per_example_loss, sample_weight=None,
+                         global_batch_size=None) -> Tensor:
+    """`tf.nn.compute_average_loss`: sum(per_example_loss * weight) / batch size."""
+    from jitflow.ops.array import shape
+    loss = convert_to_tensor(per_example_loss)
+    if sample_weight is not None:
+        loss = loss * sample_weight
+    n = global_batch_size if global_batch_size is not None else cast(shape(loss)[0],
+                                                                     loss.dtype)
+    return reduce_sum(loss) / n

@@ -1,6 +1,7 @@
 """2-D convolution (NHWC input, HWIO filter): Conv2D, its gradients Conv2DBackpropInput and
-Conv2DBackpropFilter (each with its own gradient, so second derivatives work), and
-`tf.nn.conv2d`.
+Conv2DBackpropFilter (each with its own gradient, so second derivatives work), `tf.nn.conv2d`,
+and the compositions `atrous_conv2d`, `conv1d`, `convolution` (1-D and 2-D) and
+`conv2d_backprop_filter`. The transposed convolution is conv_transpose.py.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ __all__: list = []
 
 NAMESPACES = {
     "nn": [
-        "conv2d",
+        "conv2d", "atrous_conv2d", "conv1d", "convolution", "conv2d_backprop_filter",
     ],
 }
 
@@ -191,3 +192,71 @@ def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu: boo
         if attrs["dilations"] != (1, 1, 1, 1) and attrs["strides"] != (1, 1, 1, 1):
             raise ValueError("conv2d: strides > 1 with dilations > 1 is not supported (as TF)")
         return back(make_op("Conv2D", [x, f], attrs, name=scope).outputs[0])
+
+
+# -- atrous, 1-D and N-D convolution, conv2d_backprop_filter (compositions) -----------------------
+def atrous_conv2d(value, filters, rate: int, padding: str,
+                  name: Optional[str] = None) -> Tensor:
+    """`tf.nn.atrous_conv2d`: convolution with the filter taps `rate` pixels apart."""
+    if rate < 1:
+        raise ValueError(f"rate {rate} cannot be less than one")
+    return conv2d(value, filters, [1, 1, 1, 1], padding, dilations=[1, rate, rate, 1],
+                  name=name or "atrous_conv2d")
+
+
+def conv1d(value=None, filters=None, stride=None, padding=None, use_cudnn_on_gpu=None,
+           data_format: str = "NWC", name: Optional[str] = None, input=None,  # noqa: A002
+           dilations=None) -> Tensor:
+    """`tf.nn.conv1d`: [batch, width, in] by [k, in, out], as a 2-D convolution of height 1
+    (as TF does)."""
+    from jitflow.ops.array import expand_dims, squeeze
+    value = _legacy(value, input, "value", "input")
+    if data_format not in ("NWC", "NHWC"):
+        raise ValueError(f"data_format {data_format!r} is not supported (only NWC)")
+    with name_scope(name, "conv1d", [value, filters]) as scope:
+        x = expand_dims(convert_to_tensor(value, name="value"), 1)
+        f = expand_dims(convert_to_tensor(filters, name="filters"), 0)
+        d = 1 if dilations is None else int(np.reshape(dilations, -1)[-1] if np.ndim(
+            dilations) else dilations)
+        y = conv2d(x, f, [1, 1, int(stride), 1], padding, dilations=[1, 1, d, 1])
+        return squeeze(y, [1], name=scope[:-1])
+
+
+def convolution(input, filter=None, padding=None, strides=None,  # noqa: A002
+                dilation_rate=None, name: Optional[str] = None, data_format=None,
+                filters=None, dilations=None) -> Tensor:
+    """`tf.nn.convolution` for 1-D and 2-D inputs (channels last)."""
+    filter = _legacy(filter, filters, "filter", "filters")  # noqa: A001
+    dilation_rate = _legacy(dilation_rate, dilations, "dilation_rate", "dilations")
+    x = convert_to_tensor(input, name="input")
+    r = x.shape.ndims
+    if r == 3:
+        return conv1d(x, filter, 1 if strides is None else int(np.reshape(strides, -1)[0]),
+                      padding, dilations=None if dilation_rate is None
+                      else int(np.reshape(dilation_rate, -1)[0]), name=name)
+    if r != 4:
+        raise NotImplementedError("convolution supports 1-D and 2-D inputs")
+    s = [1, 1] if strides is None else list(np.broadcast_to(strides, 2))
+    d = [1, 1] if dilation_rate is None else list(np.broadcast_to(dilation_rate, 2))
+    return conv2d(x, filter, [1, *s, 1], padding, dilations=[1, *d, 1],
+                  name=name or "convolution")
+
+
+def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides,  # noqa: A002
+                           padding, use_cudnn_on_gpu: bool = True, data_format: str = "NHWC",
+                           dilations=(1, 1, 1, 1), name: Optional[str] = None) -> Tensor:
+    """`tf.nn.conv2d_backprop_filter`: the gradient of `conv2d` with respect to a filter of
+    shape `filter_sizes` (known when the graph is built)."""
+    from jitflow.ops.array import zeros
+    if isinstance(filter_sizes, Tensor):
+        if filter_sizes.op.type != "Const":
+            raise NotImplementedError("conv2d_backprop_filter: filter_sizes must be static")
+        filter_sizes = [int(v) for v in np.reshape(filter_sizes.op.attrs["value"], -1)]
+    with name_scope(name, "Conv2DBackpropFilter", [input, out_backprop]) as scope:
+        x = convert_to_tensor(input, name="input")
+        g = convert_to_tensor(out_backprop, name="out_backprop")
+        f = zeros([int(v) for v in filter_sizes], dtype=x.dtype)
+        attrs = {"strides": _four(strides, "strides"), "padding": _padding(padding),
+                 "dilations": _four(dilations, "dilations"), "data_format": "NHWC"}
+        return make_op("Conv2DBackpropFilter", [x, f, g], attrs,
+                       name=scope[:-1]).outputs[0]

@@ -1,5 +1,6 @@
 """`tf.nn.embedding_lookup`: rows of a table at ids (a gather), also of a table split in
-shards, with optional max-norm clipping.
+shards, with optional max-norm clipping; and `embedding_lookup_sparse`, the embeddings of each
+row of a SparseTensor of ids combined (sum, mean or sqrtn).
 """
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Optional
 
 import numpy as np
 
+from jitflow import dtypes as _dtypes
 from jitflow.graph import Tensor, convert_to_tensor, name_scope
 from jitflow.ops.math.casting import cast
 from jitflow.ops.math.common import scalar_like
@@ -16,7 +18,7 @@ __all__: list = []
 
 NAMESPACES = {
     "nn": [
-        "embedding_lookup",
+        "embedding_lookup", "embedding_lookup_sparse",
     ],
 }
 
@@ -91,3 +93,39 @@ def _sharded_lookup(params: list, ids, strategy: str, name) -> Tensor:
 def _ids_rank(ids) -> int:
     """The rank of `ids` (a tensor or a Python/NumPy value)."""
     return ids.shape.ndims if isinstance(ids, Tensor) else np.ndim(ids)
+
+
+# -- embedding_lookup_sparse ----------------------------------------------------------------------
+def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy: str = "mod",
+                            name: Optional[str] = None, combiner: Optional[str] = None,
+                            max_norm=None) -> Tensor:
+    """`tf.nn.embedding_lookup_sparse`: for each row of the SparseTensor `sp_ids`, the
+    embeddings of its ids combined ("sum", "mean" (default) or "sqrtn"), weighted by
+    `sp_weights` when given."""
+    from jitflow.ops.array import expand_dims
+    from jitflow.ops.math.arithmetic import div_no_nan
+    from jitflow.ops.math.unary import sqrt, square
+    from jitflow.ops.segment import segment_sum
+    combiner = combiner or "mean"
+    if combiner not in ("sum", "mean", "sqrtn"):
+        raise ValueError("combiner must be one of 'mean', 'sqrtn' or 'sum'")
+    with name_scope(name, "embedding_lookup_sparse", [sp_ids]):
+        rows = cast(sp_ids.indices[:, 0], _dtypes.int32)
+        ids = sp_ids.values
+        emb = embedding_lookup(params, ids, partition_strategy=partition_strategy,
+                               max_norm=max_norm)
+        if sp_weights is None:
+            total = segment_sum(emb, rows)
+            if combiner == "sum":
+                return total
+            ones = cast(ids * 0 + 1, emb.dtype)
+            cnt = segment_sum(ones, rows)
+            div = cnt if combiner == "mean" else sqrt(cnt)
+            return div_no_nan(total, expand_dims(div, -1))  # an empty row stays 0
+        w = cast(sp_weights.values, emb.dtype)
+        total = segment_sum(emb * expand_dims(w, -1), rows)
+        if combiner == "sum":
+            return total
+        wsum = segment_sum(w if combiner == "mean" else square(w), rows)
+        div = wsum if combiner == "mean" else sqrt(wsum)
+        return div_no_nan(total, expand_dims(div, -1))

@@ -1,5 +1,6 @@
 """Pooling (NHWC): MaxPool, AvgPool (padding not counted in the mean), their gradients
-MaxPoolGrad and AvgPoolGrad, and `tf.nn.max_pool`, `tf.nn.avg_pool`.
+MaxPoolGrad and AvgPoolGrad, `tf.nn.max_pool`, `tf.nn.avg_pool`, their aliases (`max_pool2d`,
+`max_pool_v2`, ...) and 1-D pooling (`max_pool1d`, `avg_pool1d`).
 """
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ __all__: list = []
 
 NAMESPACES = {
     "nn": [
-        "max_pool", "avg_pool",
+        "max_pool", "avg_pool", "max_pool2d", "avg_pool2d", "max_pool_v2", "avg_pool_v2",
+        "max_pool1d", "avg_pool1d",
     ],
 }
 
@@ -194,3 +196,41 @@ def avg_pool(value, ksize, strides, padding, data_format: str = "NHWC",
     """`tf.nn.avg_pool`: the mean over each ksize window, padding not counted (op `AvgPool`)."""
     value = _legacy(value, input, "value", "input")
     return _pool("AvgPool", value, ksize, strides, padding, data_format, name, "AvgPool")
+
+
+# -- aliases (max_pool2d, ...) --------------------------------------------------------------------
+def max_pool2d(input, ksize, strides, padding, data_format: str = "NHWC",  # noqa: A002
+               name: Optional[str] = None) -> Tensor:
+    """`tf.nn.max_pool2d`: `max_pool` of a 4-D input."""
+    return max_pool(input, ksize, strides, padding, data_format, name)
+
+
+def avg_pool2d(input, ksize, strides, padding, data_format: str = "NHWC",  # noqa: A002
+               name: Optional[str] = None) -> Tensor:
+    """`tf.nn.avg_pool2d`: `avg_pool` of a 4-D input."""
+    return avg_pool(input, ksize, strides, padding, data_format, name)
+
+
+max_pool_v2 = max_pool2d
+avg_pool_v2 = avg_pool2d
+
+
+# -- 1-D pooling ----------------------------------------------------------------------------------
+def _pool1d(fn, input, ksize, strides, padding, name):  # noqa: A002
+    from jitflow.ops.array import expand_dims, squeeze
+    k = int(np.reshape(ksize, -1)[-2 if np.size(ksize) == 3 else 0])
+    s = int(np.reshape(strides, -1)[-2 if np.size(strides) == 3 else 0])
+    x = expand_dims(convert_to_tensor(input, name="input"), 1)
+    return squeeze(fn(x, [1, 1, k, 1], [1, 1, s, 1], padding), [1], name=name)
+
+
+def max_pool1d(input, ksize, strides, padding, data_format: str = "NWC",  # noqa: A002
+               name: Optional[str] = None) -> Tensor:
+    """`tf.nn.max_pool1d`: max pooling over [batch, width, channels]."""
+    return _pool1d(max_pool, input, ksize, strides, padding, name)
+
+
+def avg_pool1d(input, ksize, strides, padding, data_format: str = "NWC",  # noqa: A002
+               name: Optional[str] = None) -> Tensor:
+    """`tf.nn.avg_pool1d`: average pooling over [batch, width, channels]."""
+    return _pool1d(avg_pool, input, ksize, strides, padding, name)

@@ -3,7 +3,7 @@ with respect to its input, used as a layer ("deconvolution").
 
 The op `Conv2DBackpropInputSizes` is TF's Conv2DBackpropInput: inputs (input_sizes, filter,
 out_backprop), the size of the result given as an int vector. Its reference is the
-Conv2DBackpropInput reference of `jitflow.ops.nn` applied to a zero tensor of that size; its
+Conv2DBackpropInput reference of conv.py applied to a zero tensor of that size; its
 gradients are a convolution (for out_backprop) and a filter gradient (for the filter).
 """
 from __future__ import annotations
