@@ -13,7 +13,8 @@ import numpy as np
 
 from jitflow import dtypes as _dtypes
 from jitflow.graph import GraphKeys, Tensor, convert_to_tensor, get_default_graph
-from jitflow.ops import array as _array
+from jitflow.ops import shape_ops as _shape_ops, sources as _sources
+from jitflow.ops.identity import identity as _identity
 from jitflow.ops.math import (
     arithmetic as _arithmetic, casting as _casting, common as _common, compare as _compare,
     unary as _unary,
@@ -33,7 +34,7 @@ METRIC_VARIABLES = "metric_variables"
 
 def _metric_variable(shape, name: str) -> Variable:
     """A float32 zeros variable in LOCAL_VARIABLES and METRIC_VARIABLES (not trainable)."""
-    return Variable(lambda: _array.zeros(shape, _dtypes.float32), trainable=False,
+    return Variable(lambda: _sources.zeros(shape, _dtypes.float32), trainable=False,
                     collections=[GraphKeys.LOCAL_VARIABLES, METRIC_VARIABLES], name=name)
 
 
@@ -45,9 +46,9 @@ def _add_to(collections, value) -> None:
 def _weights_like(weights, values: Tensor) -> Tensor:
     """`weights` (None: ones) as float32, broadcast to the shape of `values`."""
     if weights is None:
-        return _array.ones_like(values)
+        return _sources.ones_like(values)
     w = _casting.cast(convert_to_tensor(weights), _dtypes.float32)
-    return _arithmetic.multiply(w, _array.ones_like(values))
+    return _arithmetic.multiply(w, _sources.ones_like(values))
 
 
 def _safe_div(num: Tensor, den: Tensor, name: str) -> Tensor:
@@ -62,7 +63,7 @@ def mean(values, weights=None, metrics_collections=None, updates_collections=Non
         total = _metric_variable([], "total")
         count = _metric_variable([], "count")
         if weights is None:
-            num_values = _casting.cast(_array.size(values), _dtypes.float32)
+            num_values = _casting.cast(_shape_ops.size(values), _dtypes.float32)
             batch_total = reduce_sum(values)
         else:
             w = _weights_like(weights, values)
@@ -137,7 +138,7 @@ def _count_condition(cond: Tensor, weights, metrics_collections, updates_collect
     values = _casting.cast(cond, _dtypes.float32)
     if weights is not None:
         values = values * _weights_like(weights, values)
-    value = _array.identity(count)
+    value = _identity(count)
     update_op = assign_add(count, reduce_sum(values))
     _add_to(metrics_collections, value)
     _add_to(updates_collections, update_op)
@@ -171,7 +172,7 @@ def _ratio(a: Tensor, b: Tensor, name: str) -> Tensor:
     """a / (a + b), 0 where a + b is 0 (TF1's precision/recall)."""
     den = a + b
     return _compare.where(_compare.greater(den, _common.scalar_like(0, den)),
-                          _arithmetic.truediv(a, den), _array.zeros_like(den), name=name)
+                          _arithmetic.truediv(a, den), _sources.zeros_like(den), name=name)
 
 
 def _precision_recall(labels, predictions, weights, metrics_collections, updates_collections,
@@ -218,15 +219,16 @@ def auc(labels, predictions, weights=None, num_thresholds: int = 200, metrics_co
         thresholds = [0.0 - eps] + list(thresholds) + [1.0 + eps]
     n_t = len(thresholds)
     with variable_scope(name, "auc", (labels, predictions, weights)):
-        pred = _array.reshape(_casting.cast(convert_to_tensor(predictions), _dtypes.float32),
-                              [1, -1])
-        lab = _array.reshape(_as_bool(labels), [1, -1])
-        thr = _array.constant(np.array(thresholds, np.float32).reshape(n_t, 1))
+        pred = _shape_ops.reshape(_casting.cast(convert_to_tensor(predictions), _dtypes.float32),
+                                  [1, -1])
+        lab = _shape_ops.reshape(_as_bool(labels), [1, -1])
+        thr = _sources.constant(np.array(thresholds, np.float32).reshape(n_t, 1))
         pos = _compare.greater(pred, thr)  # [thresholds, examples]
-        lab_t = _compare.logical_and(lab, _array.ones_like(pos))
+        lab_t = _compare.logical_and(lab, _sources.ones_like(pos))
         w = None
         if weights is not None:
-            w = _array.reshape(_casting.cast(convert_to_tensor(weights), _dtypes.float32), [1, -1])
+            w = _shape_ops.reshape(_casting.cast(convert_to_tensor(weights), _dtypes.float32),
+                                   [1, -1])
         counts, updates = {}, {}
         for key, lv, pv in (("true_positives", True, True), ("false_negatives", True, False),
                             ("true_negatives", False, False), ("false_positives", False, True)):
@@ -252,7 +254,7 @@ def auc(labels, predictions, weights=None, num_thresholds: int = 200, metrics_co
                 y = _arithmetic.truediv(tp + e, tp + fp + e)
             half = _common.scalar_like(0.5, tp)
             return reduce_sum((x[:n_t - 1] - x[1:]) * (y[:n_t - 1] + y[1:]) * half, name=name_)
-        value = area({k: _array.identity(v) for k, v in counts.items()}, "value")
+        value = area({k: _identity(v) for k, v in counts.items()}, "value")
         update_op = area(updates, "update_op")
     _add_to(metrics_collections, value)
     _add_to(updates_collections, update_op)

@@ -28,7 +28,9 @@ def sparse_tensor_dense_matmul(sp_a, b, adjoint_a: bool = False, adjoint_b: bool
     """`tf.sparse_tensor_dense_matmul`: SparseTensor [m, k] times dense [k, n] (gathers of b's
     rows scaled by the values and summed per output row, so it compiles and differentiates
     in `b` and the values)."""
-    from jitflow.ops.array import expand_dims, gather, transpose, unsorted_segment_sum
+    from jitflow.ops.scatter import unsorted_segment_sum
+    from jitflow.ops.shape_ops import expand_dims, transpose
+    from jitflow.ops.slicing import gather
     from jitflow.ops.math.casting import cast
     with name_scope(name, "SparseTensorDenseMatMul", [sp_a.indices, sp_a.values, b]):
         b = convert_to_tensor(b, name="b")

@@ -396,7 +396,7 @@ def case(pred_fn_pairs, default: Optional[Callable] = None, exclusive: bool = Fa
     with name_scope(name, "case", [p for p, _ in pairs]):
         preds = [convert_to_tensor(p) for p, _ in pairs]
         if exclusive and len(preds) > 1:
-            from jitflow.ops.array import stack
+            from jitflow.ops.join import stack
             from jitflow.ops.math.casting import cast
             from jitflow.ops.reduce import reduce_sum
             count = reduce_sum(cast(stack(preds), _dtypes.int32))
@@ -414,7 +414,7 @@ def _chain(p: Tensor, fn: Callable, rest: Callable, strict: bool) -> Callable:
 
 
 def _identity(t: Tensor) -> Tensor:
-    from jitflow.ops.array import identity
+    from jitflow.ops.identity import identity
     return identity(t)
 
 
@@ -739,19 +739,19 @@ def _elems(elems, what: str) -> tuple:
     known = [d for d in dims if d is not None]
     if len(set(known)) > 1:
         raise ValueError(f"{what}: the first dimension of all elems must be equal, got {dims}")
-    from jitflow.ops.array import shape as _shape
+    from jitflow.ops.shape_ops import shape as _shape
     n_static = known[0] if known else None
     return flat, n_static, _shape(flat[0], out_type=_dtypes.int32)[0]
 
 
 def _unrolled(flat: list, n: int, elems) -> list:
-    from jitflow.ops.array import unstack
+    from jitflow.ops.join import unstack
     columns = [unstack(t, num=n) for t in flat]
     return [_pack_like(elems, [c[i] for c in columns]) for i in range(n)]
 
 
 def _stack_results(results: list):
-    from jitflow.ops.array import stack
+    from jitflow.ops.join import stack
     flat = [[convert_to_tensor(x) for x in _flatten(r)] for r in results]
     stacked = [stack([f[i] for f in flat]) for i in range(len(flat[0]))]
     return _pack_like(results[0], stacked)
@@ -946,7 +946,7 @@ register("Assert", infer=_assert_infer, ref=_assert_ref, stateful=True, differen
 
 def _data_tensor(d) -> Tensor:
     if isinstance(d, str):
-        from jitflow.ops.array import constant
+        from jitflow.ops.sources import constant
         return constant(np.array(d.encode(), dtype=object), dtype=_dtypes.string)
     return convert_to_tensor(d)
 
@@ -1026,5 +1026,5 @@ def assert_rank(x, rank, data=None, summarize=None, message=None, name=None):
     if x.shape.ndims != r:
         raise ValueError(f"{message or ''} Tensor {x.name} must have rank {r}. Received rank "
                          f"{x.shape.ndims}, shape {x.shape}".strip())
-    from jitflow.ops.array import no_op
+    from jitflow.ops.identity import no_op
     return no_op(name=name or "assert_rank")

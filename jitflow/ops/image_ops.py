@@ -41,7 +41,7 @@ class ResizeMethod(enum.IntEnum):
 
 def _as_batch(images) -> tuple:
     """(4-D images, whether a batch dimension was added)."""
-    from jitflow.ops.array import expand_dims
+    from jitflow.ops.shape_ops import expand_dims
     x = convert_to_tensor(images, name="images")
     r = x.shape.ndims
     if r is None:
@@ -54,13 +54,13 @@ def _as_batch(images) -> tuple:
 
 
 def _unbatch(x: Tensor, added: bool) -> Tensor:
-    from jitflow.ops.array import squeeze
+    from jitflow.ops.shape_ops import squeeze
     return squeeze(x, [0]) if added else x
 
 
 def _dim(x: Tensor, axis: int):
     """A static dim as an int, else its value as a scalar int32 tensor."""
-    from jitflow.ops.array import shape
+    from jitflow.ops.shape_ops import shape
     d = x.shape.as_tuple()[axis]
     return d if d is not None else shape(x)[axis]
 
@@ -88,7 +88,7 @@ def _clamp_index(i, n_in):
 
 
 def _nearest_axis(x: Tensor, axis: int, n_out: int, align_corners: bool) -> Tensor:
-    from jitflow.ops.array import gather
+    from jitflow.ops.slicing import gather
     from jitflow.ops.math.casting import cast
     from jitflow.ops.math.unary import floor, round as round_
     n_in = _dim(x, axis)
@@ -98,7 +98,8 @@ def _nearest_axis(x: Tensor, axis: int, n_out: int, align_corners: bool) -> Tens
 
 
 def _bilinear_axis(x: Tensor, axis: int, n_out: int, align_corners: bool) -> Tensor:
-    from jitflow.ops.array import gather, reshape
+    from jitflow.ops.shape_ops import reshape
+    from jitflow.ops.slicing import gather
     from jitflow.ops.math.casting import cast
     from jitflow.ops.math.unary import floor
     n_in = _dim(x, axis)
@@ -182,7 +183,7 @@ def resize_nearest_neighbor(images, size, align_corners: bool = False,
 
 # -- flips, transposes ----------------------------------------------------------------------------
 def _flip(image, axis_from_end: int, name, default: str) -> Tensor:
-    from jitflow.ops.array import reverse
+    from jitflow.ops.tile_pad import reverse
     with name_scope(name, default, [image]):
         x = convert_to_tensor(image, name="image")
         if x.shape.ndims not in (3, 4):
@@ -207,7 +208,7 @@ def _random_flip(image, seed, axis_from_end: int, name, default: str) -> Tensor:
         x = convert_to_tensor(image, name="image")
         flipped = _flip(x, axis_from_end, None, "flip")
         if x.shape.ndims == 4:  # each image of the batch decides for itself
-            from jitflow.ops.array import reshape, shape
+            from jitflow.ops.shape_ops import reshape, shape
             u = random_uniform(shape(x)[:1], 0, 1.0, seed=seed)
             cond = reshape(less(u, 0.5), [-1, 1, 1, 1])
         else:
@@ -227,7 +228,7 @@ def random_flip_up_down(image, seed=None) -> Tensor:
 
 def transpose_image(image, name: Optional[str] = None) -> Tensor:
     """`tf.image.transpose_image`: swap height and width."""
-    from jitflow.ops.array import transpose as transpose_
+    from jitflow.ops.shape_ops import transpose as transpose_
     with name_scope(name, "transpose", [image]):
         x = convert_to_tensor(image, name="image")
         perm = [1, 0, 2] if x.shape.ndims == 3 else [0, 2, 1, 3]
@@ -333,7 +334,7 @@ def per_image_standardization(image) -> Tensor:
     from jitflow.ops.math.compare import maximum
     from jitflow.ops.math.unary import rsqrt, sqrt
     from jitflow.ops.reduce import reduce_mean
-    from jitflow.ops.array import size
+    from jitflow.ops.shape_ops import size
     with name_scope(None, "per_image_standardization", [image]):
         x = convert_to_tensor(image, name="image")
         if x.shape.ndims not in (3, 4):
@@ -361,7 +362,7 @@ def rgb_to_grayscale(images, name: Optional[str] = None) -> Tensor:
 
 def grayscale_to_rgb(images, name: Optional[str] = None) -> Tensor:
     """`tf.image.grayscale_to_rgb`: the one channel repeated three times."""
-    from jitflow.ops.array import concat
+    from jitflow.ops.join import concat
     with name_scope(name, "grayscale_to_rgb", [images]):
         x = convert_to_tensor(images, name="images")
         return concat([x, x, x], -1)
@@ -381,7 +382,7 @@ def total_variation(images, name: Optional[str] = None) -> Tensor:
 
 def image_gradients(image) -> tuple:
     """`tf.image.image_gradients`: (dy, dx), forward differences with a zero last row/column."""
-    from jitflow.ops.array import pad
+    from jitflow.ops.tile_pad import pad
     x = convert_to_tensor(image, name="image")
     if x.shape.ndims != 4:
         raise ValueError("image_gradients expects a 4-D tensor [batch, h, w, d]")
@@ -407,7 +408,7 @@ def psnr(a, b, max_val, name: Optional[str] = None) -> Tensor:
 def crop_to_bounding_box(image, offset_height, offset_width, target_height,
                          target_width) -> Tensor:
     """`tf.image.crop_to_bounding_box`: the box with top-left corner at the offsets."""
-    from jitflow.ops.array import slice as slice_
+    from jitflow.ops.slicing import slice as slice_
     with name_scope(None, "crop_to_bounding_box", [image]):
         x, added = _as_batch(image)
         out = slice_(x, [0, offset_height, offset_width, 0],
@@ -419,7 +420,7 @@ def pad_to_bounding_box(image, offset_height, offset_width, target_height,
                         target_width) -> Tensor:
     """`tf.image.pad_to_bounding_box`: zeros around the image, which starts at the
     offsets."""
-    from jitflow.ops.array import pad
+    from jitflow.ops.tile_pad import pad
     with name_scope(None, "pad_to_bounding_box", [image]):
         x, added = _as_batch(image)
         h, w = x.shape.as_tuple()[1:3]
@@ -471,7 +472,9 @@ def central_crop(image, central_fraction: float) -> Tensor:
 def random_crop(value, size, seed=None, name: Optional[str] = None) -> Tensor:
     """`tf.random_crop` / `tf.image.random_crop`: a slice of shape `size` at a uniformly
     random offset (gathers at computed indices, so it compiles)."""
-    from jitflow.ops.array import gather, range as range_, shape
+    from jitflow.ops.shape_ops import shape
+    from jitflow.ops.slicing import gather
+    from jitflow.ops.sources import range as range_
     from jitflow.ops.random import random_uniform
     with name_scope(name, "random_crop", [value, size]):
         x = convert_to_tensor(value, name="value")

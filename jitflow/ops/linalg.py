@@ -303,7 +303,7 @@ def _permute(x: Tensor, perm) -> Tensor:
     perm = [int(p) for p in perm]
     if perm == list(range(len(perm))):
         return x
-    from jitflow.ops.array import transpose
+    from jitflow.ops.shape_ops import transpose
     return transpose(x, perm)
 
 
@@ -402,7 +402,7 @@ def clip_by_average_norm(t, clip_norm, name: Optional[str] = None) -> Tensor:
         t = convert_to_tensor(t, name="t")
         n = t.shape.num_elements()
         if n is None:
-            from jitflow.ops.array import size
+            from jitflow.ops.shape_ops import size
             n_t = _cast(size(t), t.dtype)
         else:
             n_t = scalar_like(n, t)

@@ -60,7 +60,7 @@ def _num_elements(losses: Tensor) -> Tensor:
     n = losses.shape.num_elements()
     if n is not None:
         return scalar_like(n, losses)
-    from jitflow.ops.array import size
+    from jitflow.ops.shape_ops import size
     return cast(size(losses), losses.dtype)
 
 
@@ -213,7 +213,7 @@ def softmax_cross_entropy(onehot_labels, logits, weights=1.0, label_smoothing: f
         if label_smoothing > 0:
             n = labels.shape.as_tuple()[-1] if labels.shape.ndims else None
             if n is None:
-                from jitflow.ops.array import shape
+                from jitflow.ops.shape_ops import shape
                 num_classes = cast(shape(labels)[-1], logits.dtype)
             else:
                 num_classes = scalar_like(n, labels)

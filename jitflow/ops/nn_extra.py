@@ -102,7 +102,7 @@ local_response_normalization = lrn
 def space_to_depth(input, block_size: int, name: Optional[str] = None,  # noqa: A002
                    data_format: str = "NHWC") -> Tensor:
     """`tf.space_to_depth`: each block_size x block_size patch becomes channels."""
-    from jitflow.ops.array import reshape, transpose
+    from jitflow.ops.shape_ops import reshape, transpose
     b = int(block_size)
     with name_scope(name, "SpaceToDepth", [input]):
         x = convert_to_tensor(input, name="input")
@@ -120,7 +120,7 @@ def space_to_depth(input, block_size: int, name: Optional[str] = None,  # noqa: 
 def depth_to_space(input, block_size: int, name: Optional[str] = None,  # noqa: A002
                    data_format: str = "NHWC") -> Tensor:
     """`tf.depth_to_space`: the inverse of `space_to_depth`."""
-    from jitflow.ops.array import reshape, transpose
+    from jitflow.ops.shape_ops import reshape, transpose
     b = int(block_size)
     with name_scope(name, "DepthToSpace", [input]):
         x = convert_to_tensor(input, name="input")

@@ -36,7 +36,7 @@ NAMESPACES = {"math": [n for n in __all__ if not n.startswith("arg_")]
 def _static_axis(axis):
     """A Python value for `axis` (tensors known at build time are folded, others refused)."""
     if isinstance(axis, Tensor):
-        from jitflow.ops.array import get_static_value
+        from jitflow.ops._array_args import get_static_value
         value = get_static_value(axis)
         if value is None:
             raise NotImplementedError("reduction axes must be known when the graph is built "

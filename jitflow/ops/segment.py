@@ -100,13 +100,13 @@ def _segment_ref(op, data, ids):
 
 
 def _counts(op, ids, data, n_rows: Tensor):
-    from jitflow.ops.array import ones_like
+    from jitflow.ops.sources import ones_like
     ones = ones_like(ids, dtype=data.dtype)
     return _make(op.type, "sum", ones, ids, op.attrs.get("num_segments"), None)
 
 
 def _segment_grad(op, g):
-    from jitflow.ops.array import gather
+    from jitflow.ops.slicing import gather
     from jitflow.ops.math.casting import cast
     from jitflow.ops.math.compare import equal
     from jitflow.ops.math.unary import sqrt
@@ -136,7 +136,7 @@ def _segment_grad(op, g):
     if op.type == "UnsortedSegmentReduce":
         from jitflow.ops.math.common import scalar_like
         from jitflow.ops.math.compare import greater_equal, where_v2
-        from jitflow.ops.array import zeros_like
+        from jitflow.ops.sources import zeros_like
         keep = greater_equal(ids, scalar_like(0, ids))
         grad = where_v2(_expand_like(keep, grad), grad, zeros_like(grad))
     return [grad, None]
@@ -144,7 +144,7 @@ def _segment_grad(op, g):
 
 def _expand_like(t: Tensor, like: Tensor) -> Tensor:
     """`t` with trailing unit dims so it broadcasts against `like`'s rows."""
-    from jitflow.ops.array import expand_dims
+    from jitflow.ops.shape_ops import expand_dims
     extra = (like.shape.ndims or 1) - (t.shape.ndims or 1)
     for _ in range(max(extra, 0)):
         t = expand_dims(t, -1)
@@ -204,7 +204,7 @@ def _make(op_type: str, how: str, data, segment_ids, num_segments, name):
         segment_ids, name="segment_ids")
     attrs = {"how": how}
     if op_type == "UnsortedSegmentReduce":
-        from jitflow.ops.array import _int_list_arg
+        from jitflow.ops._array_args import _int_list_arg
         static, dyn = _int_list_arg(num_segments, "num_segments")
         if dyn is not None:
             raise TypeError("num_segments must be known when the graph is built")
@@ -243,7 +243,7 @@ segment_sum, segment_mean, segment_max, segment_min, segment_prod = (
 def _sparse_segment(how: str):
     def fn(data, indices, segment_ids, name: Optional[str] = None,
            num_segments=None) -> Tensor:
-        from jitflow.ops.array import gather
+        from jitflow.ops.slicing import gather
         with name_scope(name, f"SparseSegment{how.capitalize()}", [data, indices,
                                                                    segment_ids]) as scope:
             rows = gather(data, indices)
@@ -366,7 +366,7 @@ def lbeta(x, name: Optional[str] = None) -> Tensor:
 
 # -- compositions ---------------------------------------------------------------------------------
 def _zero_where(cond, value):
-    from jitflow.ops.array import zeros_like
+    from jitflow.ops.sources import zeros_like
     from jitflow.ops.math.compare import where_v2
     return where_v2(cond, zeros_like(value), value)
 
@@ -424,7 +424,7 @@ def reduce_euclidean_norm(input_tensor, axis=None, keepdims: bool = False,
 
 
 def _monotone(x, strict: bool, name) -> Tensor:
-    from jitflow.ops.array import reshape
+    from jitflow.ops.shape_ops import reshape
     from jitflow.ops.math.compare import greater, greater_equal
     from jitflow.ops.reduce import reduce_all
     with name_scope(name, "is_strictly_increasing" if strict else "is_non_decreasing", [x]):
@@ -462,7 +462,7 @@ def polyval(coeffs, x, name: Optional[str] = None) -> Tensor:
     with name_scope(name, "polyval", [x]):
         x = convert_to_tensor(x, name="x")
         if not coeffs:
-            from jitflow.ops.array import zeros_like
+            from jitflow.ops.sources import zeros_like
             return zeros_like(x)
         acc = convert_to_tensor(coeffs[0], dtype=None if isinstance(coeffs[0], Tensor)
                                 else x.dtype)
@@ -528,7 +528,9 @@ def confusion_matrix(labels, predictions, num_classes=None, weights=None,
                      dtype=_dtypes.int32, name: Optional[str] = None) -> Tensor:
     """`tf.math.confusion_matrix`: counts (or weights) of each (label, prediction) pair, a
     [num_classes, num_classes] matrix (num_classes from the data when None)."""
-    from jitflow.ops.array import ones_like, scatter_nd, stack
+    from jitflow.ops.join import stack
+    from jitflow.ops.scatter import scatter_nd
+    from jitflow.ops.sources import ones_like
     from jitflow.ops.math.casting import cast
     from jitflow.ops.math.compare import maximum
     from jitflow.ops.reduce import reduce_max

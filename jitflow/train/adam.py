@@ -9,7 +9,7 @@ beta1 and beta2 after all variables are updated.
 from __future__ import annotations
 
 from jitflow.graph import control_dependencies
-from jitflow.ops.array import group
+from jitflow.ops.identity import group
 from jitflow.ops.state import assign, assign_sub
 from jitflow.train.optimizer import Optimizer
 

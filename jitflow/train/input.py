@@ -31,7 +31,7 @@ def limit_epochs(tensor, num_epochs: Optional[int] = None, name: Optional[str] =
         return tensor
     if num_epochs <= 0:
         raise ValueError(f"num_epochs must be > 0 not {num_epochs}.")
-    from jitflow.ops.array import identity
+    from jitflow.ops.identity import identity
     from jitflow.ops.state import Variable
     from jitflow.graph import control_dependencies
     with name_scope(name, "limit_epochs", [tensor]) as scope:
@@ -99,7 +99,7 @@ def range_input_producer(limit, num_epochs: Optional[int] = None, shuffle: bool 
                          seed=None, capacity: int = 32, shared_name: Optional[str] = None,
                          name: Optional[str] = None) -> FIFOQueue:
     """`tf.train.range_input_producer`: a queue of the integers 0..limit-1."""
-    from jitflow.ops.array import range as range_
+    from jitflow.ops.sources import range as range_
     with name_scope(name, "input_producer", [limit]) as scope:
         r = range_(limit)
         return input_producer(r, [], num_epochs, shuffle, seed, capacity, shared_name,
@@ -111,7 +111,8 @@ def slice_input_producer(tensor_list, num_epochs: Optional[int] = None, shuffle:
                          name: Optional[str] = None) -> list:
     """`tf.train.slice_input_producer`: one row of each tensor of `tensor_list` at a time
     (the same row of each), from a queue of row indices."""
-    from jitflow.ops.array import gather, shape
+    from jitflow.ops.shape_ops import shape
+    from jitflow.ops.slicing import gather
     with name_scope(name, "input_producer", list(tensor_list)):
         ts = [convert_to_tensor(t) for t in tensor_list]
         if not ts:

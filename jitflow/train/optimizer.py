@@ -255,7 +255,7 @@ class Optimizer:
         raise NotImplementedError()
 
     def _finish(self, update_ops: list, name_scope: str) -> Operation:
-        from jitflow.ops.array import group
+        from jitflow.ops.identity import group
         return group(*update_ops, name=name_scope)
 
     def _call_if_callable(self, param):
@@ -293,7 +293,7 @@ def _make_slot_from_tensor(var, value: Tensor, op_name: str):
 
 
 def _make_slot_variable(var, value: float, op_name: str):
-    from jitflow.ops.array import constant
+    from jitflow.ops.sources import constant
     from jitflow.ops.state import Variable
     graph = var.graph
     npd = var.dtype.as_numpy_dtype

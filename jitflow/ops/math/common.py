@@ -337,7 +337,7 @@ def add_n(inputs, name: Optional[str] = None) -> Tensor:
                          "and shape")
     inputs = [convert_to_tensor(x) for x in inputs]
     if len(inputs) == 1:
-        from jitflow.ops.array import identity
+        from jitflow.ops.identity import identity
         return identity(inputs[0], name=name) if name else inputs[0]
     return make_op("AddN", inputs, name=name or "AddN").outputs[0]
 

@@ -128,7 +128,7 @@ def ndtri(x, name: Optional[str] = None) -> Tensor:
 
 def xlog1py(x, y, name: Optional[str] = None) -> Tensor:
     """`tf.math.xlog1py`: x * log1p(y), and 0 where x is 0."""
-    from jitflow.ops.array import zeros_like
+    from jitflow.ops.sources import zeros_like
     from jitflow.ops.math.common import convert_pair, scalar_like
     from jitflow.ops.math.compare import equal, where_v2
     from jitflow.ops.math.unary import log1p

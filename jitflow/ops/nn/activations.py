@@ -181,7 +181,7 @@ silu = swish
 
 def crelu(features, name: Optional[str] = None, axis: int = -1) -> Tensor:
     """`tf.nn.crelu`: relu of [x, -x] concatenated along `axis`."""
-    from jitflow.ops.array import concat
+    from jitflow.ops.join import concat
     with name_scope(name, "CRelu", [features]):
         x = convert_to_tensor(features, name="features")
         return relu(concat([x, -x], axis))

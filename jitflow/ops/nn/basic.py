@@ -173,7 +173,7 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name: Optional[str] 
             if x.shape.is_fully_defined():
                 noise_shape = x.shape.as_list()
             else:
-                from jitflow.ops.array import shape as _shape
+                from jitflow.ops.shape_ops import shape as _shape
                 noise_shape = _shape(x)
         from jitflow.ops.random import random_uniform
         random_tensor = keep + random_uniform(noise_shape, seed=seed, dtype=x.dtype)
@@ -216,7 +216,8 @@ def relu_layer(x, weights, biases, name: Optional[str] = None) -> Tensor:
 def sufficient_statistics(x, axes, shift=None, keep_dims=None, name: Optional[str] = None,
                           keepdims=None) -> tuple:
     """`tf.nn.sufficient_statistics`: (count, sum of x - shift, sum of squares, shift)."""
-    from jitflow.ops.array import shape, gather
+    from jitflow.ops.shape_ops import shape
+    from jitflow.ops.slicing import gather
     from jitflow.ops.reduce import reduce_prod
     keep = bool(_legacy(keepdims, keep_dims, "keepdims", "keep_dims"))
     with name_scope(name, "sufficient_statistics", [x, shift]):
@@ -249,7 +250,7 @@ def weighted_moments(x, axes, frequency_weights, name: Optional[str] = None,
                      keep_dims=None, keepdims=None) -> tuple:
     """`tf.nn.weighted_moments`: the mean and variance of `x` weighted by
     `frequency_weights` (broadcast against x) over `axes`."""
-    from jitflow.ops.array import squeeze
+    from jitflow.ops.shape_ops import squeeze
     from jitflow.ops.math.arithmetic import div_no_nan
     keep = bool(_legacy(keepdims, keep_dims, "keepdims", "keep_dims"))
     with name_scope(name, "weighted_moments", [x, frequency_weights, axes]):
@@ -284,7 +285,7 @@ def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon: float 
             if n is not None:
                 corr = float(n) / max(float(n) - 1.0, 1.0)
                 return y, m, v * corr
-            from jitflow.ops.array import shape
+            from jitflow.ops.shape_ops import shape
             from jitflow.ops.reduce import reduce_prod
             nn_ = cast(reduce_prod(shape(x)[:3]), x.dtype)
             return y, m, v * nn_ / (nn_ - 1.0)
@@ -322,7 +323,7 @@ def scale_regularization_loss(regularization_loss) -> Tensor:
 def compute_average_loss(per_example_loss, sample_weight=None,
                          global_batch_size=None) -> Tensor:
     """`tf.nn.compute_average_loss`: sum(per_example_loss * weight) / batch size."""
-    from jitflow.ops.array import shape
+    from jitflow.ops.shape_ops import shape
     loss = convert_to_tensor(per_example_loss)
     if sample_weight is not None:
         loss = loss * sample_weight

@@ -209,7 +209,7 @@ def conv1d(value=None, filters=None, stride=None, padding=None, use_cudnn_on_gpu
            dilations=None) -> Tensor:
     """`tf.nn.conv1d`: [batch, width, in] by [k, in, out], as a 2-D convolution of height 1
     (as TF does)."""
-    from jitflow.ops.array import expand_dims, squeeze
+    from jitflow.ops.shape_ops import expand_dims, squeeze
     value = _legacy(value, input, "value", "input")
     if data_format not in ("NWC", "NHWC"):
         raise ValueError(f"data_format {data_format!r} is not supported (only NWC)")
@@ -247,7 +247,7 @@ def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides,  # noqa: 
                            dilations=(1, 1, 1, 1), name: Optional[str] = None) -> Tensor:
     """`tf.nn.conv2d_backprop_filter`: the gradient of `conv2d` with respect to a filter of
     shape `filter_sizes` (known when the graph is built)."""
-    from jitflow.ops.array import zeros
+    from jitflow.ops.sources import zeros
     if isinstance(filter_sizes, Tensor):
         if filter_sizes.op.type != "Const":
             raise NotImplementedError("conv2d_backprop_filter: filter_sizes must be static")

@@ -29,7 +29,7 @@ def embedding_lookup(params, ids, partition_strategy: str = "mod", name: Optiona
     l2 norm at most `max_norm` when given. A list of params is one table split in shards by
     `partition_strategy` ("mod": id i is row i // n of shard i % n; "div": contiguous
     blocks, the first shards one row longer)."""
-    from jitflow.ops.array import gather
+    from jitflow.ops.slicing import gather
     if isinstance(params, (list, tuple)):
         if not params:
             raise ValueError("Need at least one param")
@@ -56,7 +56,8 @@ def _sharded_lookup(params: list, ids, strategy: str, name) -> Tensor:
     """Rows of a table split in shards: each shard is gathered at the ids it owns (others
     clipped into range) and the rows selected by owner, so the lookup and its gradient stay
     dense gathers and selects that compile, without a partition/stitch on the host."""
-    from jitflow.ops.array import expand_dims, gather, shape as shape_of
+    from jitflow.ops.shape_ops import expand_dims, shape as shape_of
+    from jitflow.ops.slicing import gather
     from jitflow.ops.math.common import add_n
     ps = [convert_to_tensor(p, name="params") for p in params]
     ids = convert_to_tensor(ids, name="ids")
@@ -102,7 +103,7 @@ def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy: str 
     """`tf.nn.embedding_lookup_sparse`: for each row of the SparseTensor `sp_ids`, the
     embeddings of its ids combined ("sum", "mean" (default) or "sqrtn"), weighted by
     `sp_weights` when given."""
-    from jitflow.ops.array import expand_dims
+    from jitflow.ops.shape_ops import expand_dims
     from jitflow.ops.math.arithmetic import div_no_nan
     from jitflow.ops.math.unary import sqrt, square
     from jitflow.ops.segment import segment_sum

@@ -217,7 +217,7 @@ avg_pool_v2 = avg_pool2d
 
 # -- 1-D pooling ----------------------------------------------------------------------------------
 def _pool1d(fn, input, ksize, strides, padding, name):  # noqa: A002
-    from jitflow.ops.array import expand_dims, squeeze
+    from jitflow.ops.shape_ops import expand_dims, squeeze
     k = int(np.reshape(ksize, -1)[-2 if np.size(ksize) == 3 else 0])
     s = int(np.reshape(strides, -1)[-2 if np.size(strides) == 3 else 0])
     x = expand_dims(convert_to_tensor(input, name="input"), 1)

@@ -431,7 +431,8 @@ def _xent_flattened(labels: Tensor, logits: Tensor, axis, scope: str) -> Tensor:
     [-1, classes] (classes along the last axis), the 2-D op broadcasts them, and the loss takes
     the shape of the logits without their last axis (labels [b, 1, c] with logits [b, c] run;
     an outer size that is neither equal nor 1 is an error)."""
-    from jitflow.ops.array import reshape, shape as shape_of, strided_slice
+    from jitflow.ops.shape_ops import reshape, shape as shape_of
+    from jitflow.ops.slicing import strided_slice
     lr = logits.shape.ndims
     if axis is not None and axis != -1 and (lr is None or axis != lr - 1):
         raise ValueError(f"softmax_cross_entropy_with_logits: axis {axis} needs labels of the "
@@ -444,7 +445,7 @@ def _xent_flattened(labels: Tensor, logits: Tensor, axis, scope: str) -> Tensor:
         return reshape(t, stack_shape(t))
 
     def stack_shape(t: Tensor) -> Tensor:
-        from jitflow.ops.array import concat
+        from jitflow.ops.join import concat
         last = strided_slice(shape_of(t), [-1], [0], [1], end_mask=1)
         return concat([np.array([-1], np.int32), last], 0)
 

@@ -117,7 +117,7 @@ def _to_nhwc(x: Tensor, data_format: Optional[str]):
         return x, lambda t: t
     if fmt != "NCHW":
         raise ValueError(f"data_format must be 'NHWC' or 'NCHW', got {data_format!r}")
-    from jitflow.ops.array import transpose
+    from jitflow.ops.shape_ops import transpose
     return (transpose(x, [0, 2, 3, 1], name="to_NHWC"),
             lambda t: transpose(t, [0, 3, 1, 2], name="to_NCHW"))
 
