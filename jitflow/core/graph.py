@@ -657,7 +657,7 @@ def convert_to_tensor(value, dtype=None, name: Optional[str] = None,
         raise TypeError(f"Can't convert Operation '{value.name}' to Tensor (target dtype="
                         f"{dtype}, name={name!r}, as_ref=False)")
     # a Const op (the ops are a layer above the graph)
-    from jitflow.ops.array import constant
+    from jitflow.ops.sources import constant
     if dtype is None:
         if preferred_dtype is not None:
             try:

@@ -62,7 +62,7 @@ class TracedFunction:
 
     def __init__(self, fn: Callable, input_structure, graph, scope: str,
                  returns_dataset: bool = False) -> None:
-        from jitflow.ops.array import placeholder
+        from jitflow.ops.sources import placeholder
         self.graph = graph
         self.input_structure = input_structure
         specs = nest.flatten(input_structure)

@@ -250,7 +250,7 @@ def text(name: str, tensor, collections=None) -> Tensor:
 
 
 def _string_const(value) -> Tensor:
-    from jitflow.ops.array import constant
+    from jitflow.ops.sources import constant
     arr = np.array(value, dtype=object)
     flat = [v.encode() if isinstance(v, str) else v for v in arr.reshape(-1)]
     return constant(np.array(flat, dtype=object).reshape(arr.shape), dtype=_dtypes.string)

@@ -237,7 +237,7 @@ register("Fill", infer=_fill_infer, ref=_fill_ref,
 
 
 def _unbroadcast(g, x):
-    from jitflow.ops.math import unbroadcast
+    from jitflow.ops.math.common import unbroadcast
     return unbroadcast(g, x)
 
 
@@ -385,7 +385,7 @@ def range(start, limit=None, delta=1, dtype=None, name: str = "range") -> Tensor
         if dtype not in _RANGE_ORDER:
             raise TypeError(f"Value for attr 'Tidx' of {dtype.name} is not in the list of "
                             "allowed values: float32, float64, int32, int64")
-        from jitflow.ops.math import cast
+        from jitflow.ops.math.casting import cast
         ts = [cast(t, dtype) for t in ts]
         return make_op("Range", ts, {"dtype": dtype}, name=scope).outputs[0]
 

@@ -15,7 +15,7 @@ from jitflow.core.graph import (GraphKeys, Operation, Tensor, convert_to_tensor,
                                 session_for,
                                 make_op, name_scope)
 from jitflow.compiler import lower as _lower
-from jitflow.ops.array import group, identity
+from jitflow.ops.identity import group, identity
 from jitflow.ops.registry import register
 from jitflow.core.shapes import TensorShape, as_shape
 

@@ -240,7 +240,7 @@ class _Reader:
         return shape_from_proto(self.node.attr[key].shape)
 
     def static_value(self, index: int, what: str):
-        from jitflow.ops.array import get_static_value
+        from jitflow.ops._array_args import get_static_value
         v = get_static_value(self.inputs[index])
         if v is None:
             self.unsupported(f"input {index} ('{what}') that is not a constant")

@@ -255,7 +255,7 @@ class Optimizer:
         raise NotImplementedError()
 
     def _finish(self, update_ops: list, name_scope: str) -> Operation:
-        from jitflow.ops.array import group
+        from jitflow.ops.identity import group
         return group(*update_ops, name=name_scope)
 
     def _call_if_callable(self, param):
@@ -271,7 +271,7 @@ class Optimizer:
         key = (name, dtype)
         t = cache.get(key)
         if t is None:
-            from jitflow.ops.math import cast
+            from jitflow.ops.math.casting import cast
             value = self._call_if_callable(value)
             if isinstance(value, Tensor) or hasattr(value, "_to_tensor"):
                 t = cast(convert_to_tensor(value), dtype)
@@ -293,7 +293,7 @@ def _make_slot_from_tensor(var, value: Tensor, op_name: str):
 
 
 def _make_slot_variable(var, value: float, op_name: str):
-    from jitflow.ops.array import constant
+    from jitflow.ops.sources import constant
     from jitflow.ops.state import Variable
     graph = var.graph
     npd = var.dtype.as_numpy_dtype
@@ -304,7 +304,7 @@ def _make_slot_variable(var, value: float, op_name: str):
             return constant(np.full(shape, value, dtype=npd), name="Const")
         validate = True
     else:
-        from jitflow.ops.math import broadcast_like
+        from jitflow.ops.math.common import broadcast_like
 
         def init():
             return broadcast_like(constant(np.asarray(value, dtype=npd), name="Const"),

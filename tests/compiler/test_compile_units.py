@@ -561,7 +561,7 @@ def test_innermost_reductions_weigh_more_than_other_ops():
     assert partition.weight(short) > partition.SPLIT_ABOVE and partition.split(short) == [short]
     # gradients of broadcasting: summing a [n, 8] gradient back to [n, 1] reduces rows, back
     # to a [8] bias reduces the batch axis
-    from jitflow.ops.math import unbroadcast
+    from jitflow.ops.math.common import unbroadcast
     tf.reset_default_graph()
     g = tf.placeholder(tf.float32, [None, 8])
     to_rows = unbroadcast(g, tf.placeholder(tf.float32, [None, 1]))

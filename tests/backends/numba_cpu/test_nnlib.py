@@ -137,9 +137,9 @@ def test_only_convolutions_that_can_use_winograd_call_its_routines():
     """The lowering picks the `_w` routines from the graph's static attributes (so kernels of
     other convolutions never compile the Winograd code); its threshold is nnlib's."""
     from jitflow.backends.numba_cpu import nnlib
-    from jitflow.ops import nn as nn_ops
-    assert nn_ops.WINOGRAD_MIN_CHANNELS == nnlib._WINO_MIN_CHANNELS
-    assert nn_ops.WINOGRAD5_MAX_CHANNELS == nnlib._WINO5_MAX_CHANNELS
+    from jitflow.ops.nn import window_lowering
+    assert window_lowering.WINOGRAD_MIN_CHANNELS == nnlib._WINO_MIN_CHANNELS
+    assert window_lowering.WINOGRAD5_MAX_CHANNELS == nnlib._WINO5_MAX_CHANNELS
     fetches, feed = _winograd_graph("float32", WINOGRAD_CASES[:1])
     x = tf.placeholder(tf.float32, [None, 8, 8, 16])
     small = tf.nn.conv2d(x, tf.constant(np.ones((3, 3, 16, 4), np.float32)), 1, "SAME")
