@@ -88,7 +88,7 @@ TANH64_P = (
     -3.0178836386088976e-05, 6.030377695716758e-06)
 
 
-_F32, _F64 = ir.FloatType(), ir.DoubleType()
+_FLOAT, _DOUBLE = ir.FloatType(), ir.DoubleType()
 _I32, _I64, _I1 = ir.IntType(32), ir.IntType(64), ir.IntType(1)
 
 #: (function, dtype) jitflow implements
@@ -102,10 +102,10 @@ def function_name(fn: str, dtype: str) -> str:
     return f"jitflow.{fn}.{'f32' if dtype == 'float32' else 'f64'}"
 
 
-def intrinsic(module: ir.Module, name: str, t, nargs: int) -> ir.Function:
+def declare_intrinsic(module: ir.Module, name: str, t, nargs: int) -> ir.Function:
     """LLVM's intrinsic `llvm.<name>` of float type `t` taking `nargs` operands, declared in
     `module` on first use."""
-    full = f"llvm.{name}.{'f32' if t == _F32 else 'f64'}"
+    full = f"llvm.{name}.{'f32' if t == _FLOAT else 'f64'}"
     f = module.globals.get(full)
     if f is None:
         f = ir.Function(module, ir.FunctionType(t, [t] * nargs), name=full)
@@ -117,7 +117,7 @@ class _B:
 
     def __init__(self, b: ir.IRBuilder, single: bool) -> None:
         self.b = b
-        self.t = _F32 if single else _F64
+        self.t = _FLOAT if single else _DOUBLE
         self.it = _I32 if single else _I64
         self.single = single
 
@@ -143,7 +143,7 @@ class _B:
         return self.b.fneg(a)
 
     def _intr(self, name: str, args: list, t=None):
-        return self.b.call(intrinsic(self.b.module, name, t or self.t, len(args)), args)
+        return self.b.call(declare_intrinsic(self.b.module, name, t or self.t, len(args)), args)
 
     def fma(self, a, b, c):
         """a * b + c, rounded once."""
@@ -388,8 +388,8 @@ class _B:
     def pow(self, x, y):
         """x ** y for float32 x, y (C99 semantics) computed in float64."""
         d = _B(self.b, False)
-        xd = self.b.fpext(x, _F64)
-        yd = self.b.fpext(y, _F64)
+        xd = self.b.fpext(x, _DOUBLE)
+        yd = self.b.fpext(y, _DOUBLE)
         a = d.fabs(xd)
         r = d.exp(d.mul(yd, d.log(a)))
         fl = d.floor(yd)
@@ -402,7 +402,7 @@ class _B:
         r = d.sel(bad, d.c(float("nan")), r)
         one = self.b.or_(self.b.or_(d.eq(yd, d.c(0.0)), d.eq(xd, d.c(1.0))),
                          self.b.and_(d.eq(a, d.c(1.0)), d.eq(d.fabs(yd), d.c(float("inf")))))
-        return self.b.fptrunc(d.sel(one, d.c(1.0), r), _F32)
+        return self.b.fptrunc(d.sel(one, d.c(1.0), r), _FLOAT)
 
 
 def define(module: ir.Module, fn: str, dtype: str) -> ir.Function:
@@ -412,7 +412,7 @@ def define(module: ir.Module, fn: str, dtype: str) -> ir.Function:
     existing = module.globals.get(name)
     if existing is not None:
         return existing
-    t = _F32 if dtype == "float32" else _F64
+    t = _FLOAT if dtype == "float32" else _DOUBLE
     nargs = 2 if fn == "pow" else 1
     f = ir.Function(module, ir.FunctionType(t, [t] * nargs), name=name)
     f.linkage = "internal"
