@@ -407,6 +407,10 @@ def test_batch_norm_rank3_unfused_nchw_params_and_errors():
     m = xc.mean((0, 2, 3), keepdims=True)
     v = xc.var((0, 2, 3), keepdims=True)
     np.testing.assert_allclose(cv, (xc - m) / np.sqrt(v + 1e-3), rtol=1e-4, atol=1e-5)
+    n_updates = len(tf.get_collection(tf.GraphKeys.UPDATE_OPS))
+    L.batch_norm(tf.constant(x3), is_training=np.bool_(False), scope="numpy_flag")
+    L.batch_norm(tf.constant(x3), is_training=tf.constant(False), scope="const_flag")
+    assert len(tf.get_collection(tf.GraphKeys.UPDATE_OPS)) == n_updates   # inference only
     with pytest.raises(ValueError, match="channels dimension"):
         L.batch_norm(tf.placeholder(tf.float32, [None, None]))
     with pytest.raises(ValueError, match="undefined rank"):

@@ -315,3 +315,22 @@ def test_gru_block_cells_match_tensorflow_kernel(v2):
         with t.Session() as sess:
             want = sess.run(res)[3]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("factor, mode, uniform", [(2.0, "FAN_IN", False),
+                                                   (1.0, "FAN_AVG", True),
+                                                   (0.5, "FAN_OUT", False)])
+def test_variance_scaling_draws_match_tf_slims_distribution(factor, mode, uniform):
+    t, slim = tf_slim()
+    shape = [3, 3, 16, 32]
+    with tf.Session() as sess:
+        ours = sess.run(tf.contrib.layers.variance_scaling_initializer(
+            factor, mode, uniform, seed=1)(shape))
+    with t.Graph().as_default():
+        theirs = t.Session().run(slim.variance_scaling_initializer(factor, mode, uniform,
+                                                                    seed=1)(shape))
+    assert ours.dtype == theirs.dtype
+    # the same bound (uniform limit, or two truncation stddevs) and the same spread
+    assert np.abs(ours).max() <= np.abs(theirs).max() * 1.02
+    assert np.abs(theirs).max() <= np.abs(ours).max() * 1.02
+    assert ours.std() == pytest.approx(theirs.std(), rel=0.05)

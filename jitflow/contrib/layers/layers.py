@@ -456,6 +456,8 @@ def batch_norm(inputs, decay: float = 0.999, center: bool = True, scale: bool = 
         if fused_kernel:
             epsilon = max(epsilon, 1.001e-5)
         training = constant_value(is_training)
+        if training is not None:
+            training = bool(training)   # NumPy bools and 0/1 too
         if training is False:
             mean, variance = moving_mean, moving_variance
             updates = []
