@@ -115,6 +115,9 @@ def __getattr__(name: str):
     if name in _PROTO_NAMES:
         from jitflow.serialize import protos
         return getattr(protos, name)
+    if name == "contrib":   # loaded on first use: `import jitflow` stays fast
+        import importlib
+        return importlib.import_module("jitflow.contrib")
     raise AttributeError(f"module 'jitflow' has no attribute {name!r}")
 
 from jitflow import data, image, nest, queue, sparse, strings  # noqa: E402,F401

@@ -133,3 +133,20 @@ def test_word2vec_nce_loss_falls(capsys):
     out = _load("word2vec_nce").main(steps=600)
     assert capsys.readouterr().out.splitlines()[-1].startswith("final:")
     assert out["averages"][-1] < 0.6 * out["averages"][0]
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_contrib_mnist_style_trains_both_tf_contrib_models(backend, monkeypatch, capsys):
+    """The tf.contrib example: TF 1.15's variable names, and both models learn (on the
+    compiled backend through tier 1, as the CNN example)."""
+    if backend == "numba":
+        monkeypatch.setenv("JITFLOW_COMPILE", "tier1")
+    out = _load("contrib_mnist_style").main(steps=120)
+    text = capsys.readouterr().out
+    assert "Conv/weights [3, 3, 1, 8]" in text and "Conv_1/BatchNorm/moving_variance" in text
+    assert "rnn/lstm_cell/kernel [42, 128]" in text
+    assert sum(line.startswith("final") for line in text.splitlines()) == 2
+    for model in ("cnn", "rnn"):
+        (l0, a0), history = out[model]["initial"], out[model]["history"]
+        assert len(history) == 4
+        assert history[-1][1] < 0.3 * l0 and history[-1][2] > max(a0, 0.9)

@@ -215,7 +215,7 @@ class Optimizer:
             dims = as_shape(shape).as_list()
             with graph.as_default(), graph.name_scope(""), graph.control_dependencies(None):
                 named[key] = Variable(lambda: initializer(dims, dtype=as_dtype(dtype)),
-                                      name=f"{var.op.name}/{op_name}", trainable=False)
+                                      name=_slot_name(var, op_name), trainable=False)
         return named[key]
 
     def _zeros_slot(self, var, slot_name: str, op_name: str):
@@ -284,11 +284,21 @@ class Optimizer:
         self.__dict__["_hyper_cache"] = {}
 
 
+def _slot_name(var, op_name: str) -> str:
+    """`<variable scope>/<var op name>/<op_name>`: TF1 makes slots inside the variable scope
+    current where the optimizer applies its gradients (`OptimizeLoss/w/Momentum`)."""
+    from jitflow.ops.variable_scope import get_variable_scope
+    scope = get_variable_scope().name
+    name = f"{var.op.name}/{op_name}"
+    return f"{scope}/{name}" if scope else name
+
+
 def _make_slot_from_tensor(var, value: Tensor, op_name: str):
     from jitflow.ops.state import Variable
     graph = var.graph
+    name = _slot_name(var, op_name)
     with graph.as_default(), graph.name_scope(""), graph.control_dependencies(None):
-        return Variable(value, name=f"{var.op.name}/{op_name}", trainable=False,
+        return Variable(value, name=name, trainable=False,
                         validate_shape=value.shape.is_fully_defined())
 
 
@@ -310,8 +320,9 @@ def _make_slot_variable(var, value: float, op_name: str):
             return broadcast_like(constant(np.asarray(value, dtype=npd), name="Const"),
                                   var.initialized_value())
         validate = False
+    name = _slot_name(var, op_name)
     with graph.as_default(), graph.name_scope(""), graph.control_dependencies(None):
-        return Variable(init, name=f"{var.op.name}/{op_name}", trainable=False,
+        return Variable(init, name=name, trainable=False,
                         validate_shape=validate)
 
 
