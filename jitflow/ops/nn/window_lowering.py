@@ -4,7 +4,6 @@ gradients) into the kernel IR: each becomes one `ir.LibCall` of the backends' wi
 """
 from __future__ import annotations
 
-import os
 
 from jitflow.compiler.ir import LibCall, Value
 from jitflow.compiler.lower import Unsupported
@@ -71,7 +70,8 @@ def winograd_candidate(op, filter_tensor) -> bool:
     (2.8x fewer products; float32 rounding up to ~15 ulps of the output's scale, within the
     differential fuzzer's tolerance, where im2col's is 2-7); "3x3" 3x3 filters only; "0" none.
     Kernels are cached by their source, so settings never share one."""
-    mode = os.environ.get("JITFLOW_WINOGRAD", "1").strip().lower()
+    from jitflow.runtime import config
+    mode = config.get("JITFLOW_WINOGRAD")
     if mode == "0":
         return False
     sizes = (3,) if mode == "3x3" else (3, 5)

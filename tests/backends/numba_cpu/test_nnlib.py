@@ -499,11 +499,13 @@ def test_read_only_operands_share_the_routines_compiled_for_writable_ones(monkey
     specialisation per dtype instead of one per combination of read-only operands."""
     from numba.core import types
     monkeypatch.setenv("JITFLOW_CACHE", "0")   # kernels built here: their routines get typed
+    monkeypatch.setenv("JITFLOW_COMPILE", "numba")   # the Numba kernels call them
+    rng = np.random.default_rng(21)   # the same inputs whatever ran before
 
     from jitflow.backends.numba_cpu import nnlib
     x = tf.placeholder(tf.float32, [None, 8, 8, 3])
-    f = tf.constant(RNG.standard_normal((3, 3, 3, 4)).astype(np.float32))
-    w = tf.Variable(RNG.standard_normal((3, 3, 4, 4)).astype(np.float32))
+    f = tf.constant(rng.standard_normal((3, 3, 3, 4)).astype(np.float32))
+    w = tf.Variable(rng.standard_normal((3, 3, 4, 4)).astype(np.float32))
     y = tf.nn.conv2d(tf.nn.conv2d(x, f, [1, 1, 1, 1], "SAME"), w, [1, 1, 1, 1], "VALID")
     d = tf.nn.depthwise_conv2d(x, tf.constant(np.ones((2, 2, 3, 2), np.float32)),
                                [1, 1, 1, 1], "SAME")
@@ -511,7 +513,7 @@ def test_read_only_operands_share_the_routines_compiled_for_writable_ones(monkey
     q = tf.nn.avg_pool(d, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
     loss = tf.reduce_sum(p * p) + tf.reduce_sum(q)
     fetches = [loss] + tf.gradients(loss, [x, w])
-    xv = RNG.standard_normal((2, 8, 8, 3)).astype(np.float32)
+    xv = rng.standard_normal((2, 8, 8, 3)).astype(np.float32)
     xv.setflags(write=False)
     out = _both(fetches, {x: xv})
     assert_same_result(out["numba"], out["interpreter"], rtol=1e-4, atol=1e-4)
