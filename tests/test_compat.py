@@ -48,13 +48,14 @@ def test_string_helpers_match_tensorflow():
              ("as_str_any", (pathlib.Path("/a"),)), ("path_to_str", (pathlib.Path("/a"),)),
              ("path_to_str", (_BytesPath(),)), ("path_to_str", (3,)),
              ("as_bytes", (3,)), ("as_text", (bytearray(b"ab"),)), ("as_str", (None,))]
+    def outcome(mod, name, args):
+        try:
+            return getattr(mod.compat, name)(*args)
+        except Exception as e:  # noqa: BLE001  (the class and message are compared)
+            return type(e), str(e)
+
     for name, args in cases:
-        def outcome(mod):
-            try:
-                return getattr(mod.compat, name)(*args)
-            except Exception as e:  # noqa: BLE001  (the class and message are compared)
-                return type(e), str(e)
-        assert outcome(tf) == outcome(tf1), (name, args)
+        assert outcome(tf, name, args) == outcome(tf1, name, args), (name, args)
     for name in ("bytes_or_text_types", "integral_types", "real_types", "complex_types"):
         assert getattr(tf.compat, name) == getattr(tf1.compat, name)
 
