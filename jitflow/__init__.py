@@ -89,8 +89,7 @@ from jitflow.serialize.tensor_util import make_ndarray, make_tensor_proto  # noq
 python_io = io
 from jitflow import version  # noqa: E402
 from jitflow.version import (  # noqa: E402,F401
-    GIT_VERSION, GRAPH_DEF_VERSION, GRAPH_DEF_VERSION_MIN_CONSUMER, GRAPH_DEF_VERSION_MIN_PRODUCER,
-    VERSION,
+    GRAPH_DEF_VERSION, GRAPH_DEF_VERSION_MIN_CONSUMER, GRAPH_DEF_VERSION_MIN_PRODUCER, VERSION,
 )
 # TensorFlow's message classes (jitflow's declarations, the session's configuration among them:
 # see jitflow/core/config.py); protobuf is imported on first use
@@ -104,8 +103,8 @@ def __getattr__(name: str):
     if name in _PROTO_NAMES:
         from jitflow.serialize import protos
         return getattr(protos, name)
-    if name == "COMPILER_VERSION":
-        return version.COMPILER_VERSION
+    if name in ("GIT_VERSION", "COMPILER_VERSION"):
+        return getattr(version, name)
     if name in ("client", "python"):   # timelines (`tf.python.client.timeline`), on first use
         import importlib
         return importlib.import_module("jitflow." + name)

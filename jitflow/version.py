@@ -9,13 +9,10 @@ the package's, as `pip show jitflow` says); `GIT_VERSION` names it too, and
 """
 from __future__ import annotations
 
-from jitflow import __version__ as _jitflow_version
-
-__all__ = ["VERSION", "GIT_VERSION", "GRAPH_DEF_VERSION", "GRAPH_DEF_VERSION_MIN_CONSUMER",
-           "GRAPH_DEF_VERSION_MIN_PRODUCER"]   # and COMPILER_VERSION, computed when asked for
+__all__ = ["VERSION", "GRAPH_DEF_VERSION", "GRAPH_DEF_VERSION_MIN_CONSUMER",
+           "GRAPH_DEF_VERSION_MIN_PRODUCER"]   # and GIT_VERSION, COMPILER_VERSION (computed)
 
 VERSION = "1.15.5"
-GIT_VERSION = f"jitflow-v{_jitflow_version}"
 #: the producer version of the GraphDefs jitflow writes (TF 1.15's attribute sets)
 GRAPH_DEF_VERSION = 27
 GRAPH_DEF_VERSION_MIN_CONSUMER = 0
@@ -23,6 +20,9 @@ GRAPH_DEF_VERSION_MIN_PRODUCER = 0
 
 
 def __getattr__(name: str):
+    if name == "GIT_VERSION":
+        import jitflow   # the package this module belongs to (at the top: an import cycle)
+        return f"jitflow-v{jitflow.__version__}"
     if name == "COMPILER_VERSION":   # asks llvmlite, so only when someone wants it
         import llvmlite
         return f"llvmlite {llvmlite.__version__}"

@@ -13,7 +13,7 @@ What a Session honours:
 - `log_device_placement`: each new run signature prints "name: (Type): <device>" for the ops
   it runs, to stdout, as TensorFlow's placer does;
 - `RunOptions.trace_level` above NO_TRACE with a `RunMetadata`: the run records its step
-  statistics in `run_metadata.step_stats` (see `trace_run` in jitflow/core/session.py).
+  statistics in `run_metadata.step_stats` (see jitflow/core/trace.py).
 
 Accepted and ignored (jitflow places every op on the session's one device and runs a plan's
 steps in order): `inter_op_parallelism_threads`, `use_per_session_threads`,
