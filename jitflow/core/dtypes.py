@@ -86,6 +86,9 @@ class DType:
     def __repr__(self) -> str:
         return f"tf.{self.name}"
 
+    def __str__(self) -> str:
+        return f"<dtype: '{self.name}'>"
+
     def __reduce__(self):
         return as_dtype, (self.name,)
 

@@ -387,10 +387,10 @@ class FileWriter:
         self._write(event)
 
     def add_run_metadata(self, run_metadata, tag: str, global_step=None) -> None:
-        """Record a tagged (empty) RunMetadata: jitflow collects no step statistics."""
+        """Record a RunMetadata (a traced run's step statistics) under `tag`, for TensorBoard."""
         event = self._event(global_step)
         event.tagged_run_metadata.tag = tag
-        event.tagged_run_metadata.run_metadata = b""
+        event.tagged_run_metadata.run_metadata = run_metadata.SerializeToString()
         self._write(event)
 
     def flush(self) -> None:

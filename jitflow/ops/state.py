@@ -219,10 +219,13 @@ class Variable:
                 vdtype = self._initial_value.dtype
                 self._variable = make_op("VariableV2", [], {"dtype": vdtype, "shape": var_shape},
                                          name=scope).outputs[0]
+                # colocated with the variable, as TF1 records it (`_class` in the NodeDef)
+                loc = {"_class": [b"loc:@" + self._variable.op.name.encode()]}
                 self._initializer_op = make_op(
                     "Assign", [self._variable, self._initial_value],
-                    {"validate_shape": validate_shape}, name="Assign")
-                self._snapshot = identity(self._variable, name="read")
+                    {"validate_shape": validate_shape, **loc}, name="Assign")
+                self._snapshot = make_op("Identity", [self._variable], dict(loc),
+                                         name="read").outputs[0]
         self._graph = graph
         if collections is None:
             collections = [GraphKeys.GLOBAL_VARIABLES]

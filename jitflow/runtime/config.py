@@ -151,16 +151,36 @@ def strict() -> bool:
     return get("JITFLOW_STRICT")
 
 
+_SESSION_THREADS: list = []   # a Session's ConfigProto.intra_op_parallelism_threads
+
+
+def set_session_threads(n: int) -> None:
+    """Record a Session's `intra_op_parallelism_threads` (> 0): from now on the threads large
+    kernels may use, unless JITFLOW_THREADS says otherwise. Process-wide, as TensorFlow's
+    shared thread pool, which the first session sizes; here the latest session's number wins."""
+    _SESSION_THREADS[:] = [max(1, int(n))]
+
+
+def _env_threads(name: str) -> Optional[int]:
+    v = os.environ.get(name, "").strip()
+    try:
+        return max(1, int(v)) if v else None
+    except ValueError:
+        return None
+
+
 def threads() -> int:
-    """How many threads large kernels may use (JITFLOW_THREADS, else NUMBA_NUM_THREADS, else
-    the CPUs this process may run on). 1 turns the parallel kernel variants off."""
-    for name in ("JITFLOW_THREADS", "NUMBA_NUM_THREADS"):
-        v = os.environ.get(name, "").strip()
-        if v:
-            try:
-                return max(1, int(v))
-            except ValueError:
-                pass
+    """How many threads large kernels may use (JITFLOW_THREADS, else a session's
+    `intra_op_parallelism_threads`, else NUMBA_NUM_THREADS, else the CPUs this process may run
+    on). 1 turns the parallel kernel variants off."""
+    n = _env_threads("JITFLOW_THREADS")
+    if n is not None:
+        return n
+    if _SESSION_THREADS:
+        return _SESSION_THREADS[0]
+    n = _env_threads("NUMBA_NUM_THREADS")
+    if n is not None:
+        return n
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):

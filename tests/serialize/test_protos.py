@@ -31,6 +31,21 @@ _TF_MODULES = {
     "tensorflow.core.protobuf.saved_model_pb2": ["SavedModel"],
     "tensorflow.core.protobuf.tensor_bundle_pb2": ["BundleHeaderProto", "BundleEntryProto"],
     "tensorflow.python.training.checkpoint_state_pb2": ["CheckpointState"],
+    "tensorflow.core.framework.step_stats_pb2": [
+        "AllocationRecord", "AllocatorMemoryUsed", "NodeOutput", "MemoryStats", "NodeExecStats",
+        "DeviceStepStats", "StepStats"],
+    "tensorflow.core.framework.tensor_description_pb2": ["TensorDescription"],
+    "tensorflow.core.framework.allocation_description_pb2": ["AllocationDescription"],
+    "tensorflow.core.framework.cost_graph_pb2": ["CostGraphDef"],
+    "tensorflow.core.protobuf.config_pb2": [
+        "GPUOptions", "OptimizerOptions", "GraphOptions", "ThreadPoolOptionProto",
+        "SessionMetadata", "ConfigProto", "RunOptions", "RunMetadata", "TensorConnection",
+        "CallableOptions"],
+    "tensorflow.core.protobuf.rewriter_config_pb2": [
+        "AutoParallelOptions", "ScopedAllocatorOptions", "RewriterConfig"],
+    "tensorflow.core.protobuf.verifier_config_pb2": ["VerifierConfig"],
+    "tensorflow.core.protobuf.cluster_pb2": ["JobDef", "ClusterDef"],
+    "tensorflow.core.protobuf.debug_pb2": ["DebugTensorWatch", "DebugOptions"],
 }
 
 
