@@ -10,10 +10,8 @@ the arrays it yields are handed to the compiled step as inputs.
 from __future__ import annotations
 
 import glob as _glob
-import gzip
 import itertools
 import os
-import zlib
 from typing import Callable, Optional
 
 import numpy as np
@@ -24,8 +22,10 @@ from jitflow.core import structure as nest
 from jitflow.data.function import Spec, TracedFunction
 from jitflow.core.graph import Tensor, convert_to_tensor, get_default_graph
 from jitflow.core.shapes import TensorShape, as_shape
+from jitflow.serialize import tfrecord
 
-__all__ = ["Dataset", "DatasetV1", "TextLineDataset", "FixedLengthRecordDataset", "Options",
+__all__ = ["Dataset", "DatasetV1", "TextLineDataset", "FixedLengthRecordDataset",
+           "TFRecordDataset", "Options",
            "AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY"]
 
 AUTOTUNE = -1
@@ -502,21 +502,12 @@ def _filenames(value) -> list:
 
 
 def _open(name: str, compression: str):
-    try:
-        if compression == "GZIP":
-            return gzip.open(name, "rb")
-        f = open(name, "rb")
-    except FileNotFoundError:
-        raise errors.NotFoundError(None, None, f"{name}; No such file or directory") from None
-    if compression == "ZLIB":
-        data = zlib.decompress(f.read())
-        f.close()
-        import io
-        return io.BytesIO(data)
-    return f
+    return tfrecord.open_compressed(name, compression)
 
 
 def _compression(c) -> str:
+    if isinstance(c, Tensor):
+        raise NotImplementedError("compression_type must be a Python string, not a Tensor")
     c = "" if c is None else (c.decode() if isinstance(c, bytes) else str(c))
     if c not in ("", "GZIP", "ZLIB"):
         raise ValueError(f"Unsupported compression_type: {c}")
@@ -570,6 +561,34 @@ class FixedLengthRecordDataset(Dataset):
             body = data[self._header:len(data) - self._footer]
             for i in range(len(body) // self._record):
                 yield (np.array(body[i * self._record:(i + 1) * self._record], dtype=object),)
+
+
+class TFRecordDataset(Dataset):
+    """`tf.data.TFRecordDataset`: the records of TFRecord files (compressed as
+    `compression_type` says: "", "GZIP" or "ZLIB"), as strings, file after file."""
+
+    def __init__(self, filenames, compression_type=None, buffer_size=None,
+                 num_parallel_reads=None, name=None) -> None:
+        if isinstance(filenames, Dataset):
+            raise NotImplementedError("TFRecordDataset: give the file names as a string, a list "
+                                      "or a string tensor (use Dataset.interleave to read "
+                                      "the files of a dataset)")
+        self._files = _string_arg(filenames, "filenames")
+        shape = self._files.shape if isinstance(self._files, Tensor) else \
+            TensorShape(np.shape(self._files))
+        if shape.ndims is not None and shape.ndims > 1:
+            raise ValueError(f"`filenames` must be a scalar or a vector, got shape {shape}")
+        self._compression = _compression(compression_type)
+        self._structure = Spec(_dtypes.string, [])
+
+    def _own_inputs(self) -> list:
+        return [self._files]
+
+    def _gen(self, run):
+        for name in _filenames(run.get(self._files)):
+            with _open(name, self._compression) as f:
+                for _, data in tfrecord.iter_records(f, name):
+                    yield (np.array(data, dtype=object),)
 
 
 def _string_arg(value, name: str):

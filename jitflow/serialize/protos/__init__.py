@@ -19,7 +19,9 @@ MESSAGES = (
     "FunctionDefLibrary", "GraphDef", "HistogramProto", "SummaryMetadata", "Summary",
     "LogMessage", "SessionLog", "TaggedRunMetadata", "Event", "SaverDef", "CollectionDef",
     "TensorInfo", "SignatureDef", "AssetFileDef", "MetaGraphDef", "VariableDef", "SavedModel",
-    "BundleHeaderProto", "BundleEntryProto", "CheckpointState",
+    "BundleHeaderProto", "BundleEntryProto", "CheckpointState", "BytesList", "FloatList",
+    "Int64List", "Feature", "Features", "FeatureList", "FeatureLists", "Example",
+    "SequenceExample",
 )
 
 _lock = threading.Lock()
