@@ -73,7 +73,7 @@ def _format(data: bytes) -> str:
 
 
 def _invalid(op, msg: str) -> errors.InvalidArgumentError:
-    return errors.InvalidArgumentError(None, op, msg)
+    return errors.InvalidArgumentError(None, op, f"{msg}\n\t [[node {op.name} ({op.type})]]")
 
 
 def _unknown(op) -> errors.InvalidArgumentError:

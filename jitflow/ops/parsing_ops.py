@@ -186,7 +186,7 @@ def _present(feature_map, key: str):
 
 
 def _invalid(op, msg: str) -> errors.InvalidArgumentError:
-    return errors.InvalidArgumentError(None, op, msg)
+    return errors.InvalidArgumentError(None, op, f"{msg}\n\t [[node {op.name} ({op.type})]]")
 
 
 class _Fill:
@@ -445,8 +445,8 @@ def _parse_sequence_infer(op):
                                                     a["context_dense_shapes"])]
     fl_lead = None if lead is None else tuple(lead) + (None,)
     fi, fv, fs = _sparse_specs(fl_lead, a["feature_list_sparse_types"])
-    fd = [_dense_spec(fl_lead, t, sh) for t, sh in zip(a["feature_list_dense_types"],
-                                                       a["feature_list_dense_shapes"])]
+    fd = [_dense_spec(lead, t, sh) for t, sh in zip(a["feature_list_dense_types"],
+                                                    a["feature_list_dense_shapes"])]
     lengths = [(_dtypes.int64, TensorShape(None) if lead is None else TensorShape(list(lead)))
                ] * len(a["feature_list_dense_keys"])
     return ci + cv + cs + cd + fi + fv + fs + fd + lengths
