@@ -126,9 +126,10 @@ def _png16(op, data: bytes) -> np.ndarray:
 
 def _png(op, data: bytes, channels: int) -> np.ndarray:
     """The pixels of a PNG [h, w, c] at its own depth (uint8 or uint16), `channels` made."""
-    if len(data) >= 26 and data[24] == 16 and data[25] in (2, 4, 6):
+    depth = data[24] if len(data) >= 26 else 8
+    if depth == 16 and data[25] in (2, 4, 6):
         a = _png16(op, data)   # 16-bit grey+alpha, RGB or RGBA: beyond Pillow
-        key_alpha = None
+        alpha = None
     else:
         im = _open(op, data, "png")
         key = im.info.get("transparency")
@@ -137,22 +138,27 @@ def _png(op, data: bytes, channels: int) -> np.ndarray:
             key = None
         elif im.mode == "1":
             im = im.convert("L")
-        key_alpha = None
-        if key is not None and channels == 4 and im.mode in ("L", "RGB"):
-            key_alpha = np.asarray(im.convert("LA" if im.mode == "L" else "RGBA"))[..., -1:]
+        alpha = None
+        if channels == 4 and im.mode in ("L", "RGB"):
+            if key is not None:   # a colour key (tRNS) becomes the alpha channel
+                alpha = np.asarray(im.convert("LA" if im.mode == "L" else "RGBA"))[..., -1:]
+            elif depth < 8:
+                # libpng adds its filler at the file's bit depth: 1, 3 or 15, not 255
+                alpha = np.full(im.size[::-1] + (1,), (1 << depth) - 1, np.uint8)
         a = np.asarray(im)
         if a.dtype != np.uint8:
             a = a.astype(np.uint16)   # 16-bit grey ("I;16" or "I")
         if a.ndim == 2:
             a = a[..., None]
-    return _png_channels(a, channels, key_alpha)
+    return _png_channels(a, channels, alpha)
 
 
-def _png_channels(a: np.ndarray, want: int, key_alpha=None) -> np.ndarray:
+def _png_channels(a: np.ndarray, want: int, added_alpha=None) -> np.ndarray:
+    """libpng's channel changes: grey from colour (see _gray), grey to colour by copying,
+    alpha dropped or added (`added_alpha`, else opaque)."""
     c = a.shape[2]
     if want in (0, c):
         return a
-    full = np.iinfo(a.dtype).max
     gray = a[..., :1] if c <= 2 else _gray(a[..., :3])
     if want == 1:
         return gray
@@ -161,10 +167,10 @@ def _png_channels(a: np.ndarray, want: int, key_alpha=None) -> np.ndarray:
         return rgb
     if c in (2, 4):
         alpha = a[..., -1:]
-    elif key_alpha is not None:
-        alpha = key_alpha.astype(a.dtype)
+    elif added_alpha is not None:
+        alpha = added_alpha.astype(a.dtype)
     else:
-        alpha = np.full(a.shape[:2] + (1,), full, a.dtype)
+        alpha = np.full(a.shape[:2] + (1,), np.iinfo(a.dtype).max, a.dtype)
     return np.concatenate([rgb, alpha], axis=2)
 
 
@@ -245,8 +251,8 @@ def _check_channels(op, fmt: str, channels: int) -> None:
 
 
 def _decode_any(op, data: bytes, channels: int, dtype, frames: str, ratio: int = 1):
-    """Decode by the data's format. frames: "one" (3-D, one frame), "all" (4-D), "gif" (4-D
-    for GIF, 3-D for the others)."""
+    """Decode by the data's format. frames: "one" (3-D; an animated GIF is an error), "first"
+    (3-D, a GIF's first frame), "all" (4-D), "gif" (4-D for GIF, 3-D for the others)."""
     fmt = _format(data)
     if not fmt:
         raise _unknown(op)
@@ -259,7 +265,9 @@ def _decode_any(op, data: bytes, channels: int, dtype, frames: str, ratio: int =
         a = _bmp(op, data, channels)
     else:
         a = _gif_frames(op, data)
-        if frames == "one":
+        if frames == "first":
+            a = a[0]
+        elif frames == "one":
             if a.shape[0] != 1:
                 raise _invalid(op, f"Got {a.shape[0]} frames, but animated gifs can only be "
                                    f"decoded by tf.io.decode_gif or tf.io.decode_image")
@@ -306,7 +314,7 @@ def _decode_ref(op, contents):
         return out if out.shape[-1] == 3 else _gif_rgb(out)
     if t == "DecodeImage":
         return _decode_any(op, data, a["channels"], a["dtype"],
-                           "gif" if a["expand_animations"] else "one")
+                           "gif" if a["expand_animations"] else "first")
     return _decode_any(op, data, a["channels"], a.get("dtype", _dtypes.uint8), "one",
                        a.get("ratio", 1))
 
