@@ -260,3 +260,61 @@ def test_parity_with_tensorflow(name):
                         np.atleast_1d(h) if not isinstance(h, tuple) else h):
             np.testing.assert_array_equal(b, a)
             assert np.asarray(b).dtype == np.asarray(a).dtype
+
+
+# -- TFRecordDataset ----------------------------------------------------------------------------
+@pytest.mark.parametrize("compression", ["", "GZIP", "ZLIB"])
+def test_tfrecord_dataset(tmp_path, backend, compression):
+    paths = []
+    for f in range(2):
+        p = str(tmp_path / f"r{f}.tfrecord")
+        with tf.io.TFRecordWriter(p, compression) as w:
+            for i in range(3):
+                w.write(f"f{f}r{i}".encode())
+        paths.append(p)
+    ds = tf.data.TFRecordDataset(paths, compression_type=compression)
+    assert ds.output_types == tf.string and ds.output_shapes.as_list() == []
+    nxt = ds.make_one_shot_iterator().get_next()
+    with tf.Session() as sess:
+        got = [sess.run(nxt) for _ in range(6)]
+        with pytest.raises(errors.OutOfRangeError):
+            sess.run(nxt)
+    assert got == [b"f0r0", b"f0r1", b"f0r2", b"f1r0", b"f1r1", b"f1r2"]
+
+
+def test_tfrecord_dataset_fed_names_and_errors(tmp_path):
+    p = str(tmp_path / "r.tfrecord")
+    with tf.io.TFRecordWriter(p) as w:
+        w.write(b"only")
+    names = tf.placeholder(tf.string, [None])
+    it = tf.data.TFRecordDataset(names).make_initializable_iterator()
+    nxt = it.get_next()
+    with tf.Session() as sess:
+        sess.run(it.initializer, {names: [p, p]})
+        assert [sess.run(nxt), sess.run(nxt)] == [b"only", b"only"]
+        sess.run(it.initializer, {names: [str(tmp_path / "missing")]})
+        with pytest.raises(errors.NotFoundError, match="No such file or directory"):
+            sess.run(nxt)
+        sess.run(it.initializer, {names: [p]})
+        assert sess.run(nxt) == b"only"
+    with pytest.raises(ValueError, match="Unsupported compression_type: BZ2"):
+        tf.data.TFRecordDataset(p, compression_type="BZ2")
+    with pytest.raises(ValueError, match="scalar or a vector"):
+        tf.data.TFRecordDataset([[p]])
+
+
+def test_tfrecord_dataset_parity_with_tensorflow(tmp_path):
+    tf_ref = pytest.importorskip("tensorflow.compat.v1")
+    p = str(tmp_path / "r.tfrecord")
+    with tf_ref.io.TFRecordWriter(p, "ZLIB") as w:
+        for i in range(4):
+            w.write(bytes([i]) * i)
+    out = []
+    for m in (tf_ref, tf):
+        g = m.Graph()
+        with g.as_default():
+            nxt = m.data.make_one_shot_iterator(
+                m.data.TFRecordDataset([p], compression_type="ZLIB").batch(3)).get_next()
+            with m.Session(graph=g) as sess:
+                out.append([sess.run(nxt).tolist(), sess.run(nxt).tolist()])
+    assert out[0] == out[1]
