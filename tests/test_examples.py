@@ -134,3 +134,15 @@ def test_word2vec_nce_loss_falls(capsys):
     out = _load("word2vec_nce").main(steps=600)
     assert capsys.readouterr().out.splitlines()[-1].startswith("final:")
     assert out["averages"][-1] < 0.6 * out["averages"][0]
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_tfrecord_pipeline_trains_from_example_records(backend, capsys):
+    pytest.importorskip("PIL")
+    out = _load("tfrecord_pipeline").main(epochs=4)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1].startswith("final: 240 records in 3 GZIP shards")
+    assert out["records"] == 240 and out["shards"] == 3
+    assert out["tags"] == 4 * (120 * 1 + 120 * 2)   # one tag on even records, two on odd
+    assert out["losses"][-1] < 0.3 * out["losses"][0]
+    assert out["accuracy"][-1] > 0.9

@@ -322,7 +322,7 @@ def _example_outputs(lead, sparse_rows, dense_rows, attrs: dict, defaults) -> tu
         else:
             out = np.empty(tuple(lead) + tuple(shape), dtype=npd)
             for k, r in zip(np.ndindex(*lead), rows):
-                out[k] = r
+                out[k + (Ellipsis,)] = r   # (a 0-d object array would be stored whole)
             dense.append(out)
     return (tuple(s[0] for s in sparse) + tuple(s[1] for s in sparse)
             + tuple(s[2] for s in sparse) + tuple(dense))
@@ -532,7 +532,7 @@ def _feature_lists(op, ex, names, i, a, frows_s, steps_s, frows_d, lengths,
         npd = object if dtype == _dtypes.string else dtype.as_numpy_dtype
         arr = np.empty((len(rows), *inner), dtype=npd)
         for t, r in enumerate(rows):
-            arr[t] = r
+            arr[t, ...] = r
         frows_d[j].append(arr)
         lengths[j].append(len(rows))
 

@@ -78,6 +78,9 @@ def test_parse_single_example(backend):
     np.testing.assert_array_equal(got["v"].indices, [[0], [1], [2]])
     np.testing.assert_array_equal(got["v"].dense_shape, [3])
     assert got["c"].values.tolist() == [b"x", b"yz"]
+    name = _run(tf.parse_single_example(example(n=b"png bytes"),
+                                        {"n": tf.FixedLenFeature([], tf.string)})["n"])
+    assert name == b"png bytes" and type(name) is bytes   # a string scalar, as TF
 
 
 def test_shapes_defaults_and_sequence_padding():
@@ -93,6 +96,7 @@ def test_shapes_defaults_and_sequence_padding():
     np.testing.assert_array_equal(got["a"], [[[1, 2], [3, 4], [5, 6]],
                                              [[7, 8], [-1, -1], [-1, -1]]])
     assert got["e"].tolist() == [[b"p", b"q"], [b"p", b"q"]]   # e=None: absent
+    assert all(type(v) is bytes for v in got["e"].reshape(-1))
     np.testing.assert_array_equal(got["m"], [[[4, 5]], [[4, 5]]])
     one = _run(tf.parse_single_example(rec, {
         "a": tf.FixedLenFeature([3, 2], tf.float32),
@@ -111,6 +115,7 @@ def test_fed_batch_of_any_size(backend):
         got = sess.run(out, {ser: recs})
         np.testing.assert_array_equal(got["i"], [[0, 1], [1, 2], [2, 3], [3, 4]])
         assert got["k"].tolist() == [b"", b"z", b"zz", b"zzz"]
+        assert all(type(v) is bytes for v in got["k"])
         assert sess.run(out["i"], {ser: recs[:1]}).shape == (1, 2)
     unknown = tf.parse_example(tf.placeholder(tf.string), {"i": tf.FixedLenFeature([2],
                                                                                   tf.int64)})
@@ -369,8 +374,13 @@ def _assert_same(want, got):
         for a, b in zip(want, got):
             _assert_same(a, b)
         return
+    if isinstance(want, bytes):
+        assert type(got) is bytes and got == want
+        return
     want, got = np.asarray(want), np.asarray(got)
     assert got.dtype == want.dtype and got.shape == want.shape
+    if want.dtype == object:   # elements are bytes, not arrays holding bytes
+        assert [type(x) for x in got.reshape(-1)] == [type(x) for x in want.reshape(-1)]
     np.testing.assert_array_equal(got, want)
 
 
@@ -382,8 +392,9 @@ _PARITY = {
         "s": m.FixedLenSequenceFeature([], m.int64, allow_missing=True, default_value=9)}),
     "seq2": (lambda m: [example(m, a=[1.0, 2.0, 3.0, 4.0]), example(m, a=[5.0, 6.0])],
              lambda m: {"a": m.FixedLenSequenceFeature([2], m.float32, allow_missing=True)}),
-    "strings": (lambda m: [example(m, s=[b"p", b"q"]), example(m)],
-                lambda m: {"s": m.FixedLenFeature([2], m.string, default_value=["d", "e"])}),
+    "strings": (lambda m: [example(m, s=[b"p", b"q"], t=b"one"), example(m)],
+                lambda m: {"s": m.FixedLenFeature([2], m.string, default_value=["d", "e"]),
+                           "t": m.FixedLenFeature([], m.string, default_value="none")}),
     "missing": (lambda m: [example(m, **S1)], lambda m: {"z": m.FixedLenFeature([], m.int64)}),
     "count": (lambda m: [example(m, **S2), example(m, a=[1.0])],
               lambda m: {"a": m.FixedLenFeature([2], m.float32)}),
