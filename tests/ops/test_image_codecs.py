@@ -349,8 +349,9 @@ def test_pillow_made_pngs_gifs_and_bmps_decode_as_tensorflow():
         assert len(want) == len(got)
         for w, g in zip(want, got):
             np.testing.assert_array_equal(g, w, err_msg=name)
-    build = lambda m: (m.image.decode_gif(gif), m.image.decode_image(gif, expand_animations=False))  # noqa: E731,E501
-    for w, g in zip(_tf_run(tf_ref, build), _ours(build)):
+    def frames(m):
+        return m.image.decode_gif(gif), m.image.decode_image(gif, expand_animations=False)
+    for w, g in zip(_tf_run(tf_ref, frames), _ours(frames)):
         np.testing.assert_array_equal(g, w)
 
 
@@ -360,7 +361,7 @@ def test_jpeg_decoding_against_tensorflow(quality, subsample):
     the documented tolerance."""
     tf_ref = _tf()
     for img in (_smooth(), RNG.randint(0, 256, (37, 53, 3)).astype(np.uint8)):
-        jpg = _tf_run(tf_ref, lambda m: m.image.encode_jpeg(
+        jpg = _tf_run(tf_ref, lambda m, img=img: m.image.encode_jpeg(
             img, quality=quality, chroma_downsampling=subsample))
         ours = _run(tf.image.encode_jpeg(img, quality=quality, chroma_downsampling=subsample))
         for data in (jpg, ours):
@@ -369,10 +370,11 @@ def test_jpeg_decoding_against_tensorflow(quality, subsample):
                         for c in (0, 1, 3)]
             for w, g in zip(_tf_run(tf_ref, exact), _ours(exact)):
                 np.testing.assert_array_equal(g, w)
-            fast = _tf_run(tf_ref, lambda m: m.image.decode_jpeg(data))
+            fast = _tf_run(tf_ref, lambda m, data=data: m.image.decode_jpeg(data))
             diff = np.abs(_run(tf.image.decode_jpeg(data)).astype(int) - fast)
             assert diff.max() <= 16 and diff.mean() < 2.5
-        half = lambda m: m.image.decode_jpeg(jpg, ratio=2, dct_method="INTEGER_ACCURATE")  # noqa: E731,E501
+        def half(m, jpg=jpg):
+            return m.image.decode_jpeg(jpg, ratio=2, dct_method="INTEGER_ACCURATE")
         w, g = _tf_run(tf_ref, half), _ours(half)
         assert g.shape == w.shape and np.abs(g.astype(int) - w).max() <= 16
 
