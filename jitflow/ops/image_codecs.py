@@ -389,8 +389,7 @@ def _contents_tensor(contents) -> Tensor:
 
 
 def _channels_attr(channels) -> int:
-    c = 0 if channels is None else int(channels)
-    return c
+    return 0 if channels is None else int(channels)
 
 
 def _image_dtype(dtype, what: str = "dtype"):

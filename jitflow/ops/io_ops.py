@@ -360,7 +360,7 @@ def _write_file_ref(op, filename, contents):
         f.write(data if isinstance(data, bytes) else str(data).encode())
 
 
-def _scalar_string_infer(what: str, n_inputs: int):
+def _scalar_string_infer(what: str):
     def infer(op):
         for t, label in zip(op.inputs, ("filename", "contents")):
             if t.dtype != _dtypes.string:
@@ -372,10 +372,10 @@ def _scalar_string_infer(what: str, n_inputs: int):
     return infer
 
 
-register("ReadFile", infer=_scalar_string_infer("ReadFile", 1), ref=_read_file_ref,
+register("ReadFile", infer=_scalar_string_infer("ReadFile"), ref=_read_file_ref,
          stateful=True, differentiable=False, kind="host",
          doc="The bytes of the file named by a string scalar.")
-register("WriteFile", infer=_scalar_string_infer("WriteFile", 2), ref=_write_file_ref,
+register("WriteFile", infer=_scalar_string_infer("WriteFile"), ref=_write_file_ref,
          stateful=True, differentiable=False, kind="host",
          doc="Inputs (filename, contents): write the bytes to the file (folders made).")
 

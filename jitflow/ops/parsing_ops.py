@@ -452,7 +452,7 @@ def _parse_sequence_infer(op):
     return ci + cv + cs + cd + fi + fv + fs + fd + lengths
 
 
-def _context(op, ex, names, i, single, a, defaults, crows_s, crows_d, prefix) -> None:
+def _context(op, ex, names, i, a, defaults, crows_s, crows_d, prefix) -> None:
     fmap = ex.context.feature
     who = f"Name: {_name_of(names, i)}, "
     for j, (key, dtype) in enumerate(zip(a["context_sparse_keys"], a["context_sparse_types"])):
@@ -557,7 +557,7 @@ def _parse_sequence_ref(op, serialized, names, *defaults):
         except Exception:   # protobuf's DecodeError (its class depends on the implementation)
             raise _invalid(op, f"Invalid protocol message input, example id: "
                                f"{_name_of(names, i)}") from None
-        _context(op, ex, names, i, ser.ndim == 0, a, defaults, crows_s, crows_d, index[i])
+        _context(op, ex, names, i, a, defaults, crows_s, crows_d, index[i])
         _feature_lists(op, ex, names, i, a, frows_s, steps_s, frows_d, lengths, index[i])
     ctx = _example_outputs(lead, crows_s, crows_d,
                            {"sparse_types": a["context_sparse_types"],
