@@ -9,7 +9,7 @@ __version__ = "0.1.0"
 from jitflow import dtypes, errors  # noqa: E402,F401
 from jitflow.core.dtypes import (  # noqa: E402,F401
     DType, as_dtype, bool, double, float16, float32, float64, half, int8, int16, int32, int64,
-    string, uint8,
+    string, uint8, uint16,
 )
 from jitflow.core.graph import (  # noqa: E402,F401
     Graph, GraphKeys, Operation, Tensor, control_dependencies, convert_to_tensor,

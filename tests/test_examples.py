@@ -138,9 +138,9 @@ def test_word2vec_nce_loss_falls(capsys):
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_contrib_mnist_style_trains_both_tf_contrib_models(backend, monkeypatch, capsys):
     """The tf.contrib example: TF 1.15's variable names, and both models learn (on the
-    compiled backend through tier 1, as the CNN example)."""
+    compiled backend on the quick code, as the CNN example)."""
     if backend == "numba":
-        monkeypatch.setenv("JITFLOW_COMPILE", "tier1")
+        monkeypatch.setenv("JITFLOW_COMPILE", "quick")
     out = _load("contrib_mnist_style").main(steps=120)
     text = capsys.readouterr().out
     assert "Conv/weights [3, 3, 1, 8]" in text and "Conv_1/BatchNorm/moving_variance" in text
@@ -150,3 +150,14 @@ def test_contrib_mnist_style_trains_both_tf_contrib_models(backend, monkeypatch,
         (l0, a0), history = out[model]["initial"], out[model]["history"]
         assert len(history) == 4
         assert history[-1][1] < 0.3 * l0 and history[-1][2] > max(a0, 0.9)
+
+
+def test_tfrecord_pipeline_trains_from_example_records(backend, capsys):
+    pytest.importorskip("PIL")
+    out = _load("tfrecord_pipeline").main(epochs=4)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1].startswith("final: 240 records in 3 GZIP shards")
+    assert out["records"] == 240 and out["shards"] == 3
+    assert out["tags"] == 4 * (120 * 1 + 120 * 2)   # one tag on even records, two on odd
+    assert out["losses"][-1] < 0.3 * out["losses"][0]
+    assert out["accuracy"][-1] > 0.9

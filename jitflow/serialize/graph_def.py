@@ -150,8 +150,8 @@ class _Writer:
         n.attr[NATIVE_ATTR].s = json.dumps(attrs, sort_keys=True).encode()
         n.attr["_output_types"].list.type.extend(
             dtype_to_enum(t.dtype) if t.dtype.name in ("float16", "float32", "float64", "int8",
-                                                       "int16", "int32", "int64", "uint8", "bool",
-                                                       "string") else 21
+                                                       "int16", "int32", "int64", "uint8",
+                                                       "uint16", "bool", "string") else 21
             for t in op.outputs)
 
 
