@@ -57,7 +57,7 @@ def graph_level_ops(graph: Graph) -> set:
     return {op for op in ops if op.type != "LoopVar" and not any(r.contains(op) for r in regions)}
 
 
-# -- writing ----------------------------------------------------------------------------------------
+# -- writing ---------------------------------------------------------------------------------------
 def _function_naming(nodes, args: set) -> None:
     """Rewrite the inputs of `nodes` (GraphDef naming, "node:flat") as a FunctionDef names them
     ("node:output_arg:index"; an input argument by its name)."""
@@ -215,8 +215,8 @@ def _export_grad(w, op) -> None:
                      "while loops and conds have no TensorFlow form in jitflow yet")
 
 
-# -- reading ----------------------------------------------------------------------------------------
-def _graph_naming(fdef, lib_types: dict) -> list:
+# -- reading ---------------------------------------------------------------------------------------
+def _graph_naming(fdef) -> list:
     """The FunctionDef's nodes with inputs named as in a GraphDef ("node:flat")."""
     from jitflow.serialize import protos
     by_name = {n.name: n for n in fdef.node_def}
@@ -265,7 +265,7 @@ def call_function(graph: Graph, library: dict, name: str, args: list, where: str
             raise NodeImportError(f"{where}: function '{name}' contains op type '{n.op}' (node "
                                   f"'{n.name}'), which jitflow does not support")
     mapping = {f"{a.name}:0": t for a, t in zip(sig.input_arg, args)}
-    nodes = _graph_naming(fdef, library)
+    nodes = _graph_naming(fdef)
     with graph.name_scope(sig.name) as prefix:
         with graph.name_scope(None):
             created = _create(graph, _sorted_nodes(nodes), prefix, mapping, library)

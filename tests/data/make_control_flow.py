@@ -1,0 +1,76 @@
+"""Write tests/data/control_flow.pb: a GraphDef with while loops and conds as TensorFlow writes
+them with control flow v2 (`StatelessWhile`/`StatelessIf` nodes whose bodies are functions of the
+GraphDef's library), and control_flow_expected.npz with TensorFlow's outputs (needs TensorFlow:
+the `bench` extra).
+
+    python tests/data/make_control_flow.py [OUTDIR]     # default: tests/data
+
+The graph (feeds x: float32 [3], n: int32 scalar; what `control_flow_reference` in
+tests/serialize/test_control_flow_graph_def.py computes by hand):
+- loop/: i from 0 while i < n (at most 6 times): acc = cond(i even, acc * x + 1, acc * 0.5 - x);
+  an inner loop adds 0.5 to a scalar j times, j from 0 to i; total += that scalar;
+- top/: cond(sum(acc) > 10, acc * 2, acc + total).
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FEEDS = [(np.array([1.5, -0.5, 2.0], np.float32), 4), (np.array([0.2, 0.1, -1.0], np.float32), 9),
+         (np.array([3.0, 1.0, 0.0], np.float32), 0)]
+OUTPUTS = ["loop_i", "loop_acc", "loop_total", "result"]
+
+
+def _build(tf):
+    x = tf.placeholder(tf.float32, [3], name="x")
+    n = tf.placeholder(tf.int32, [], name="n")
+
+    def body(i, acc, total):
+        acc = tf.cond(tf.equal(i % 2, 0), lambda: acc * x + 1.0, lambda: acc * 0.5 - x)
+        _, inner = tf.while_loop(lambda j, s: j < i, lambda j, s: (j + 1, s + 0.5),
+                                 [tf.constant(0), tf.constant(0.0)])
+        return i + 1, acc, total + inner
+
+    with tf.name_scope("loop"):
+        i, acc, total = tf.while_loop(lambda i, a, t: i < n, body,
+                                      [tf.constant(0), tf.ones([3]), tf.constant(0.0)],
+                                      maximum_iterations=6)
+    tf.identity(i, name="loop_i")
+    tf.identity(acc, name="loop_acc")
+    tf.identity(total, name="loop_total")
+    with tf.name_scope("top"):
+        r = tf.cond(tf.reduce_sum(acc) > 10.0, lambda: acc * 2.0, lambda: acc + total)
+    tf.identity(r, name="result")
+
+
+def write_control_flow(out_dir: str = HERE) -> tuple:
+    """Write the GraphDef and TensorFlow's outputs for FEEDS; returns (path, {key: array})."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import tensorflow.compat.v1 as tf
+    from tensorflow.python.ops import control_flow_util
+    tf.disable_eager_execution()
+    saved = control_flow_util.ENABLE_CONTROL_FLOW_V2
+    control_flow_util.ENABLE_CONTROL_FLOW_V2 = True   # only while building: nothing global
+    try:
+        with tf.Graph().as_default() as g:
+            _build(tf)
+    finally:
+        control_flow_util.ENABLE_CONTROL_FLOW_V2 = saved
+    expected = {}
+    with tf.Session(graph=g) as sess:
+        for k, (xv, nv) in enumerate(FEEDS):
+            vals = sess.run([o + ":0" for o in OUTPUTS], {"x:0": xv, "n:0": nv})
+            for name, v in zip(OUTPUTS, vals):
+                expected[f"{name}_{k}"] = v
+    path = os.path.join(out_dir, "control_flow.pb")
+    with open(path, "wb") as f:
+        f.write(g.as_graph_def().SerializeToString())
+    np.savez(os.path.join(out_dir, "control_flow_expected.npz"), **expected)
+    return path, expected
+
+
+if __name__ == "__main__":
+    print(write_control_flow(sys.argv[1] if len(sys.argv) > 1 else HERE)[0])

@@ -1,0 +1,271 @@
+"""While loops and conds in GraphDefs: jitflow writes them as TensorFlow's functional While/If
+nodes with a FunctionDefLibrary, reads them back and reads what TensorFlow writes with control
+flow v2; TensorFlow imports and runs jitflow's graphs (TF-parity tests, skipped without TF)."""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import jitflow as tf
+from jitflow import serialize
+
+DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
+sys.path.insert(0, DATA)
+from make_control_flow import FEEDS, OUTPUTS  # noqa: E402
+
+
+def control_flow_reference(x: np.ndarray, n: int) -> dict:
+    """What tests/data/make_control_flow.py's graph computes, by hand in NumPy."""
+    x = x.astype(np.float32)
+    i, acc, total = 0, np.ones(3, np.float32), np.float32(0)
+    while i < n and i < 6:
+        acc = acc * x + np.float32(1) if i % 2 == 0 else acc * np.float32(0.5) - x
+        total = total + np.float32(0.5) * i
+        i += 1
+    result = acc * np.float32(2) if acc.sum() > 10 else acc + total
+    return {"loop_i": i, "loop_acc": acc, "loop_total": total, "result": result}
+
+
+def _build_like_fixture(tfm):
+    """The fixture's graph, built with jitflow's (or TF's) graph API."""
+    x = tfm.placeholder(tfm.float32, [3], name="x")
+    n = tfm.placeholder(tfm.int32, [], name="n")
+
+    def body(i, acc, total):
+        acc = tfm.cond(tfm.equal(i % 2, 0), lambda: acc * x + 1.0, lambda: acc * 0.5 - x)
+        _, inner = tfm.while_loop(lambda j, s: j < i, lambda j, s: (j + 1, s + 0.5),
+                                  [tfm.constant(0), tfm.constant(0.0)])
+        return i + 1, acc, total + inner
+
+    i, acc, total = tfm.while_loop(lambda i, a, t: i < n, body,
+                                   [tfm.constant(0), tfm.ones([3]), tfm.constant(0.0)],
+                                   maximum_iterations=6, name="loop")
+    tfm.identity(i, name="loop_i")
+    tfm.identity(acc, name="loop_acc")
+    tfm.identity(total, name="loop_total")
+    r = tfm.cond(tfm.reduce_sum(acc) > 10.0, lambda: acc * 2.0, lambda: acc + total,
+                 name="top")
+    tfm.identity(r, name="result")
+
+
+def _run_all(sess) -> list:
+    return [dict(zip(OUTPUTS, sess.run([o + ":0" for o in OUTPUTS], {"x:0": xv, "n:0": nv})))
+            for xv, nv in FEEDS]
+
+
+def _check(results: list, rtol: float = 1e-6) -> None:
+    for (xv, nv), got in zip(FEEDS, results):
+        want = control_flow_reference(xv, nv)
+        for k in OUTPUTS:
+            np.testing.assert_allclose(got[k], want[k], rtol=rtol, err_msg=f"{k} for n={nv}")
+
+
+def test_reference_values_by_hand():
+    """The reference itself, on a case worked out on paper: x = [1, 2, 3], n = 3."""
+    r = control_flow_reference(np.array([1.0, 2.0, 3.0]), 3)
+    # i=0: acc = x + 1 = [2, 3, 4]; i=1: acc*0.5 - x = [0, -0.5, -1]; i=2: acc*x + 1 = [1, 0, -2]
+    np.testing.assert_allclose(r["loop_acc"], [1.0, 0.0, -2.0])
+    assert r["loop_i"] == 3 and r["loop_total"] == 0.5 * (0 + 1 + 2)
+    np.testing.assert_allclose(r["result"], [2.5, 1.5, -0.5])
+
+
+# -- jitflow -> GraphDef -> jitflow ----------------------------------------------------------------
+def test_round_trip_keeps_loops_and_conds(tmp_path):
+    g1 = tf.Graph()
+    with g1.as_default():
+        _build_like_fixture(tf)
+        with tf.Session() as sess:
+            before = _run_all(sess)
+    _check(before)
+    gd = g1.as_graph_def()
+    types = {n.name: n.op for n in gd.node}
+    assert types["loop/Exit/While"] == "While" and types["loop/Exit"] == "IdentityN"
+    assert types["top/Merge"] == "If"
+    # the outer loop's body holds the inner loop and the cond: 2 loops x (cond, body) + 2 conds
+    # x (then, else) functions
+    assert len(gd.library.function) == 8
+    assert not any(n.op.startswith(serialize.graph_def.NATIVE_PREFIX) for n in gd.node)
+    for f in gd.library.function:
+        assert not any(n.op.startswith("jitflow.") for n in f.node_def), f.signature.name
+    path = tf.train.write_graph(g1, str(tmp_path), "cf.pb", as_text=False)
+    text = tf.train.write_graph(g1, str(tmp_path), "cf.pbtxt", as_text=True)
+    for source in (path, text):
+        with tf.Graph().as_default() as g2:
+            tf.import_graph_def(source, name="")
+            with tf.Session(graph=g2) as sess:
+                after = _run_all(sess)
+        _check(after)
+        for a, b in zip(before, after):
+            for k in OUTPUTS:
+                np.testing.assert_array_equal(a[k], b[k])
+
+
+def test_round_trip_twice_is_stable():
+    """A re-imported loop (TensorFlow's form: counter, limit and predicate are loop variables)
+    written again still runs the same."""
+    with tf.Graph().as_default() as g1:
+        x = tf.placeholder(tf.float32, [None], name="x")
+        k, y = tf.while_loop(lambda k, y: tf.reduce_sum(y) < 100.0,
+                             lambda k, y: (k + 1, y * 2.0 + x), [tf.constant(0), x])
+        tf.identity(k, name="k")
+        tf.identity(y, name="y")
+    gd = g1.as_graph_def()
+    for _ in range(2):
+        with tf.Graph().as_default() as g2:
+            tf.import_graph_def(gd, name="")
+        gd = g2.as_graph_def()
+    with tf.Session(graph=g2) as sess:
+        kv, yv = sess.run(["k:0", "y:0"], {"x:0": np.array([1.0, 2.0], np.float32)})
+    # y: [1,2] -> [3,6] -> [7,14] -> [15,30] -> [31,62] -> [63,126] (sum 189 >= 100)
+    assert kv == 5
+    np.testing.assert_array_equal(yv, [63.0, 126.0])
+    assert g2.get_tensor_by_name("y:0").shape.as_list() == [None]
+
+
+def test_loop_capturing_a_variable_through_a_meta_graph(tmp_path):
+    with tf.Graph().as_default():
+        w = tf.Variable(np.array([0.5, 2.0], np.float32), name="w")
+        x = tf.placeholder(tf.float32, [2], name="x")
+        _, y = tf.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * w),
+                             [tf.constant(0), x])
+        tf.identity(y, name="y")
+        saver = tf.train.Saver()
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            prefix = saver.save(sess, str(tmp_path / "model"))
+    with tf.Graph().as_default() as g:
+        saver = tf.train.import_meta_graph(prefix + ".meta")
+        with tf.Session(graph=g) as sess:
+            saver.restore(sess, prefix)
+            got = sess.run("y:0", {"x:0": np.array([8.0, 1.0], np.float32)})
+    np.testing.assert_array_equal(got, [1.0, 8.0])   # [8, 1] * [0.5, 2] ** 3
+
+
+def test_cond_returning_a_captured_tensor_and_maximum_iterations_zero():
+    with tf.Graph().as_default() as g1:
+        p = tf.placeholder(tf.bool, [], name="p")
+        a = tf.constant([1.0, 2.0], name="a")
+        r = tf.cond(p, lambda: a, lambda: a * 3.0)
+        tf.identity(r, name="r")
+        _, z = tf.while_loop(lambda i, z: True, lambda i, z: (i + 1, z + 1.0),
+                             [tf.constant(0), a], maximum_iterations=0)
+        tf.identity(z, name="z")
+    with tf.Graph().as_default() as g2:
+        tf.import_graph_def(g1.as_graph_def(), name="")
+        with tf.Session(graph=g2) as sess:
+            np.testing.assert_array_equal(sess.run("r:0", {"p:0": True}), [1.0, 2.0])
+            np.testing.assert_array_equal(sess.run("r:0", {"p:0": False}), [3.0, 6.0])
+            np.testing.assert_array_equal(sess.run("z:0"), [1.0, 2.0])
+
+
+def test_gradient_of_a_loop_cannot_be_written():
+    with tf.Graph().as_default() as g:
+        x = tf.placeholder(tf.float32, [], name="x")
+        _, y = tf.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * x),
+                             [tf.constant(0), tf.constant(1.0)])
+        tf.gradients(y, x)
+        with pytest.raises(ValueError, match="WhileGrad"):
+            g.as_graph_def()
+
+
+# -- TensorFlow -> jitflow ------------------------------------------------------------------------
+def test_reads_tensorflow_control_flow_v2_fixture(backend):
+    """tests/data/control_flow.pb: StatelessWhile/StatelessIf with nested functions, written by
+    TensorFlow 2.21 (tests/data/make_control_flow.py)."""
+    path = os.path.join(DATA, "control_flow.pb")
+    with tf.Graph().as_default() as g:
+        tf.import_graph_def(path, name="")
+        with tf.Session(graph=g) as sess:
+            got = _run_all(sess)
+    _check(got)
+    expected = np.load(os.path.join(DATA, "control_flow_expected.npz"))
+    for k, res in enumerate(got):
+        for name in OUTPUTS:
+            np.testing.assert_allclose(res[name], expected[f"{name}_{k}"], rtol=1e-6)
+
+
+def test_tf1_frames_are_refused_by_name():
+    from jitflow.serialize import protos
+    gd = protos.GraphDef()
+    gd.node.add(name="c", op="Const").attr["dtype"].type = 1
+    gd.node.add(name="enter", op="Enter", input=["c"])
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match="'Enter' \\(node 'enter'\\)"):
+            tf.import_graph_def(gd, name="")
+
+
+def test_unknown_op_inside_a_function_is_named():
+    with tf.Graph().as_default() as g1:
+        p = tf.placeholder(tf.bool, [], name="p")
+        tf.cond(p, lambda: tf.constant(1.0), lambda: tf.constant(2.0), name="c")
+    gd = g1.as_graph_def()
+    gd.library.function[0].node_def[0].op = "NoSuchOp"
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match="NoSuchOp"):
+            tf.import_graph_def(gd, name="")
+
+
+# -- with TensorFlow ------------------------------------------------------------------------------
+def _tf():
+    tf_ref = pytest.importorskip("tensorflow.compat.v1")
+    tf_ref.disable_eager_execution()
+    return tf_ref
+
+
+def test_tensorflow_runs_jitflow_loops_and_conds(tmp_path):
+    tf_ref = _tf()
+    with tf.Graph().as_default() as g1:
+        _build_like_fixture(tf)
+        with tf.Session() as sess:
+            want = _run_all(sess)
+    path = tf.train.write_graph(g1, str(tmp_path), "cf.pb", as_text=False)
+    gd = tf_ref.GraphDef.FromString(open(path, "rb").read())
+    with tf_ref.Graph().as_default() as g2:
+        tf_ref.import_graph_def(gd, name="")
+        with tf_ref.Session(graph=g2) as sess:
+            got = _run_all(sess)
+    for a, b in zip(want, got):
+        for k in OUTPUTS:
+            np.testing.assert_allclose(a[k], b[k], rtol=1e-6)
+            assert np.asarray(a[k]).dtype == np.asarray(b[k]).dtype
+
+
+def test_tensorflow_restores_a_jitflow_meta_graph_with_a_loop(tmp_path):
+    tf_ref = _tf()
+    with tf.Graph().as_default():
+        w = tf.Variable(np.array([0.5, 2.0], np.float32), name="w")
+        x = tf.placeholder(tf.float32, [2], name="x")
+        _, y = tf.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * w),
+                             [tf.constant(0), x])
+        r = tf.cond(tf.reduce_sum(y) > 5.0, lambda: y - 1.0, lambda: y + w)
+        tf.identity(r, name="r")
+        saver = tf.train.Saver()
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            prefix = saver.save(sess, str(tmp_path / "model"))
+            want = sess.run("r:0", {"x:0": np.array([8.0, 1.0], np.float32)})
+    with tf_ref.Graph().as_default() as g:
+        saver = tf_ref.train.import_meta_graph(prefix + ".meta")
+        with tf_ref.Session(graph=g) as sess:
+            saver.restore(sess, prefix)
+            got = sess.run("r:0", {"x:0": np.array([8.0, 1.0], np.float32)})
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_reads_what_tensorflow_writes_now(tmp_path):
+    """A fresh TensorFlow-written file (control flow v2) against the hand reference, and the
+    same graph built by TensorFlow and run by TensorFlow."""
+    _tf()
+    from make_control_flow import write_control_flow
+    path, expected = write_control_flow(str(tmp_path))
+    with tf.Graph().as_default() as g:
+        tf.import_graph_def(path, name="")
+        with tf.Session(graph=g) as sess:
+            got = _run_all(sess)
+    _check(got)
+    for k, res in enumerate(got):
+        for name in OUTPUTS:
+            np.testing.assert_allclose(res[name], expected[f"{name}_{k}"], rtol=1e-6)
