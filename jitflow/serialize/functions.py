@@ -326,3 +326,175 @@ def _import_if(r, node):
                          lambda: call_function(graph, lib, else_fn, args, where), strict=True,
                          name="cond", op_name=r.name)
     return list(out) if isinstance(out, (list, tuple)) else [out]
+
+
+# -- TensorArrays as TensorFlow's lists ------------------------------------------------------------
+# jitflow's TensorArray ops are written as the TensorList ops TensorFlow 2 makes of a
+# TensorArray (TensorFlow runs them in and out of functions). Each node also carries the op's
+# own type, attributes and which of the node's inputs are the op's, in attributes TensorFlow
+# ignores (a leading underscore), so jitflow reads its TensorArray back exactly.
+JITFLOW_TYPE_ATTR = "_jitflow_type"
+JITFLOW_INPUTS_ATTR = "_jitflow_inputs"
+
+
+def _element_shape_const(w, op, shape) -> str:
+    if shape is None or shape.ndims is None:
+        return w.const(f"{op.name}/element_shape", np.int32(-1))
+    return w.const(f"{op.name}/element_shape",
+                   np.array([-1 if d is None else d for d in shape.as_list()], np.int32))
+
+
+def _mark(w, op, positions: list) -> None:
+    import json
+
+    from jitflow.serialize.graph_def import NATIVE_ATTR
+    from jitflow.serialize.json_graph import encode_attr
+    n = w._written
+    n.attr[JITFLOW_TYPE_ATTR].s = op.type.encode()
+    n.attr[JITFLOW_INPUTS_ATTR].list.i.extend(positions)
+    attrs = {k: encode_attr(v, f"attr '{k}' of op '{op.name}' ({op.type})")
+             for k, v in op.attrs.items()}
+    n.attr[NATIVE_ATTR].s = json.dumps(attrs, sort_keys=True).encode()
+
+
+def _ta_write(w, op, tf_type: str, inputs: list, attrs: dict, positions: list) -> None:
+    w.node(op, tf_type, inputs=inputs, attrs=attrs)
+    _mark(w, op, positions)
+
+
+@tf_ops.exporter("TensorArrayV3")
+def _export_ta_create(w, op):
+    a = op.attrs
+    es = _element_shape_const(w, op, a["element_shape"])
+    _ta_write(w, op, "TensorListReserve", [es, w.input_name(op.inputs[0])],
+              {"element_dtype": w.type(a["dtype"]), "shape_type": w.type(_dtypes.int32)}, [1])
+
+
+@tf_ops.exporter("TensorArrayWriteV3")
+def _export_ta_write(w, op):
+    flow, index, value = op.inputs
+    # a TensorArray of dynamic size grows; one of fixed size is never written past its end by
+    # a valid program, so growing is allowed for both
+    _ta_write(w, op, "TensorListSetItem", [w.input_name(t) for t in op.inputs],
+              {"element_dtype": w.type(value.dtype),
+               "resize_if_index_out_of_bounds": w.b(True)}, [0, 1, 2])
+
+
+@tf_ops.exporter("TensorArrayReadV3")
+def _export_ta_read(w, op):
+    es = _element_shape_const(w, op, op.attrs["element_shape"])
+    _ta_write(w, op, "TensorListGetItem", [w.input_name(t) for t in op.inputs] + [es],
+              {"element_dtype": w.type(op.attrs["dtype"])}, [0, 1])
+
+
+@tf_ops.exporter("TensorArrayStack")
+def _export_ta_stack(w, op):
+    es = _element_shape_const(w, op, op.attrs["element_shape"])
+    n = op.attrs.get("size")
+    _ta_write(w, op, "TensorListStack", [w.input_name(op.inputs[0]), es],
+              {"element_dtype": w.type(op.attrs["dtype"]),
+               "num_elements": w.i(-1 if n is None else n)}, [0])
+
+
+@tf_ops.exporter("TensorArrayGatherV3")
+def _export_ta_gather(w, op):
+    es = _element_shape_const(w, op, op.attrs["element_shape"])
+    _ta_write(w, op, "TensorListGather", [w.input_name(t) for t in op.inputs] + [es],
+              {"element_dtype": w.type(op.attrs["dtype"])}, [0, 1])
+
+
+@tf_ops.exporter("TensorArrayUnstack")
+def _export_ta_unstack(w, op):
+    flow, value = op.inputs
+    # entry i = row i: a scatter at indices range(rows)
+    i32 = {"T": w.type(_dtypes.int32)}
+    shape = w.extra_node(f"{op.name}/rows/Shape", "Shape", [w.input_name(value)],
+                         {"T": w.type(value.dtype), "out_type": w.type(_dtypes.int32)})
+    rows = w.extra_node(f"{op.name}/rows", "StridedSlice",
+                        [shape, w.const(f"{op.name}/rows/begin", np.array([0], np.int32)),
+                         w.const(f"{op.name}/rows/end", np.array([1], np.int32)),
+                         w.const(f"{op.name}/rows/strides", np.array([1], np.int32))],
+                        {"T": w.type(_dtypes.int32), "Index": w.type(_dtypes.int32),
+                         "shrink_axis_mask": w.i(1), "begin_mask": w.i(0), "end_mask": w.i(0),
+                         "ellipsis_mask": w.i(0), "new_axis_mask": w.i(0)})
+    idx = w.extra_node(f"{op.name}/indices", "Range",
+                       [w.const(f"{op.name}/indices/start", np.int32(0)), rows,
+                        w.const(f"{op.name}/indices/delta", np.int32(1))],
+                       {"Tidx": i32["T"]})
+    _ta_write(w, op, "TensorListScatterIntoExistingList",
+              [w.input_name(flow), w.input_name(value), idx],
+              {"element_dtype": w.type(value.dtype)}, [0, 1])
+
+
+@tf_ops.exporter("TensorArrayScatterV3")
+def _export_ta_scatter(w, op):
+    flow, idx, value = op.inputs
+    _ta_write(w, op, "TensorListScatterIntoExistingList",
+              [w.input_name(flow), w.input_name(value), w.input_name(idx)],
+              {"element_dtype": w.type(value.dtype)}, [0, 2, 1])
+
+
+@tf_ops.exporter("TensorArraySizeV3")
+def _export_ta_size(w, op):
+    _ta_write(w, op, "TensorListLength", [w.input_name(op.inputs[0])], {}, [0])
+
+
+_LIST_SHAPE_INPUT = {"EmptyTensorList": 0, "TensorListReserve": 0, "TensorListFromTensor": 1,
+                     "TensorListGetItem": 2, "TensorListStack": 1, "TensorListGather": 2,
+                     "TensorListConcatV2": 1, "TensorListSplit": 1, "TensorListPopBack": 1,
+                     "TensorListScatterV2": 2}
+_LIST_TYPES = ("EmptyTensorList", "TensorListReserve", "TensorListFromTensor",
+               "TensorListGetItem", "TensorListSetItem", "TensorListPushBack",
+               "TensorListPopBack", "TensorListStack", "TensorListGather",
+               "TensorListScatterIntoExistingList", "TensorListScatterV2", "TensorListLength",
+               "TensorListElementShape", "TensorListConcatV2", "TensorListSplit",
+               "TensorListResize")
+
+
+@tf_ops.importer(*_LIST_TYPES)
+def _import_list(r, node):
+    from jitflow.core.shapes import TensorShape
+    attrs: dict = {}
+    for k in ("element_dtype", "shape_type"):
+        if k in node.attr:
+            attrs[k] = r.dtype_attr(k)
+    if "num_elements" in node.attr:
+        attrs["num_elements"] = int(node.attr["num_elements"].i)
+    if "resize_if_index_out_of_bounds" in node.attr:
+        attrs["resize_if_index_out_of_bounds"] = bool(
+            node.attr["resize_if_index_out_of_bounds"].b)
+    pos = _LIST_SHAPE_INPUT.get(node.op)
+    if pos is not None:
+        from jitflow.ops._array_args import get_static_value
+        v = get_static_value(r.inputs[pos])
+        if v is None:
+            attrs["element_shape"] = TensorShape(None)
+        else:
+            v = np.asarray(v)
+            attrs["element_shape"] = TensorShape(None) if v.ndim == 0 and int(v) == -1 else \
+                TensorShape([None if int(d) < 0 else int(d) for d in v.reshape(-1)])
+    if node.op == "TensorListStack" and attrs.get("num_elements", -1) >= 0 and \
+            attrs.get("element_shape", TensorShape(None)).ndims is None:
+        attrs["element_shape"] = TensorShape(None)
+    return r.create(node.op, r.inputs, attrs)
+
+
+def import_marked(graph, node, inputs: list, full_name: str):
+    """A TensorFlow node jitflow wrote for one of its own ops (a TensorArray op as a list op):
+    that op, exactly; None when `node` carries no such mark."""
+    import json
+
+    from jitflow.serialize.graph_def import NATIVE_ATTR
+    from jitflow.serialize.json_graph import decode_attr
+    if JITFLOW_TYPE_ATTR not in node.attr or NATIVE_ATTR not in node.attr:
+        return None
+    op_type = node.attr[JITFLOW_TYPE_ATTR].s.decode()
+    positions = list(node.attr[JITFLOW_INPUTS_ATTR].list.i)
+    if any(p >= len(inputs) for p in positions):
+        raise ValueError(f"graph_def node '{node.name}': its jitflow inputs {positions} do not "
+                         f"fit its {len(inputs)} inputs")
+    attrs = json.loads(node.attr[NATIVE_ATTR].s.decode())
+    op_inputs = [inputs[p] for p in positions]
+    return graph.create_op(op_type, op_inputs, {k: decode_attr(v) for k, v in attrs.items()},
+                           name=full_name)
+

@@ -460,7 +460,10 @@ def _create(graph: Graph, nodes: list, prefix: str, mapping: dict,
         before = len(graph.get_operations())
         with graph.control_dependencies(controls or None) if controls else \
                 contextlib.nullcontext():
-            if n.op.startswith(NATIVE_PREFIX):
+            marked = _functions.import_marked(graph, n, inputs, prefix + n.name)
+            if marked is not None:
+                op, outputs = marked, list(marked.outputs)
+            elif n.op.startswith(NATIVE_PREFIX):
                 attrs = json.loads(n.attr[NATIVE_ATTR].s.decode()) if NATIVE_ATTR in n.attr \
                     else {}
                 op = graph.create_op(n.op[len(NATIVE_PREFIX):], inputs,

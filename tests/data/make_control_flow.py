@@ -8,7 +8,8 @@ the `bench` extra).
 The graph (feeds x: float32 [3], n: int32 scalar; what `control_flow_reference` in
 tests/serialize/test_control_flow_graph_def.py computes by hand):
 - loop/: i from 0 while i < n (at most 6 times): acc = cond(i even, acc * x + 1, acc * 0.5 - x);
-  an inner loop adds 0.5 to a scalar j times, j from 0 to i; total += that scalar;
+  an inner loop adds 0.5 to a scalar j times, j from 0 to i; total += that scalar; a
+  TensorArray of n rows gets row i = acc (rows never written read as zeros);
 - top/: cond(sum(acc) > 10, acc * 2, acc + total).
 """
 from __future__ import annotations
@@ -21,26 +22,28 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 FEEDS = [(np.array([1.5, -0.5, 2.0], np.float32), 4), (np.array([0.2, 0.1, -1.0], np.float32), 9),
          (np.array([3.0, 1.0, 0.0], np.float32), 0)]
-OUTPUTS = ["loop_i", "loop_acc", "loop_total", "result"]
+OUTPUTS = ["loop_i", "loop_acc", "loop_total", "loop_rows", "result"]
 
 
 def _build(tf):
     x = tf.placeholder(tf.float32, [3], name="x")
     n = tf.placeholder(tf.int32, [], name="n")
 
-    def body(i, acc, total):
+    def body(i, acc, total, ta):
         acc = tf.cond(tf.equal(i % 2, 0), lambda: acc * x + 1.0, lambda: acc * 0.5 - x)
         _, inner = tf.while_loop(lambda j, s: j < i, lambda j, s: (j + 1, s + 0.5),
                                  [tf.constant(0), tf.constant(0.0)])
-        return i + 1, acc, total + inner
+        return i + 1, acc, total + inner, ta.write(i, acc)
 
     with tf.name_scope("loop"):
-        i, acc, total = tf.while_loop(lambda i, a, t: i < n, body,
-                                      [tf.constant(0), tf.ones([3]), tf.constant(0.0)],
-                                      maximum_iterations=6)
+        ta = tf.TensorArray(tf.float32, size=n, element_shape=[3])
+        i, acc, total, ta = tf.while_loop(lambda i, a, t, ta: i < n, body,
+                                          [tf.constant(0), tf.ones([3]), tf.constant(0.0), ta],
+                                          maximum_iterations=6)
     tf.identity(i, name="loop_i")
     tf.identity(acc, name="loop_acc")
     tf.identity(total, name="loop_total")
+    tf.identity(ta.stack(), name="loop_rows")
     with tf.name_scope("top"):
         r = tf.cond(tf.reduce_sum(acc) > 10.0, lambda: acc * 2.0, lambda: acc + total)
     tf.identity(r, name="result")

@@ -21,12 +21,15 @@ def control_flow_reference(x: np.ndarray, n: int) -> dict:
     """What tests/data/make_control_flow.py's graph computes, by hand in NumPy."""
     x = x.astype(np.float32)
     i, acc, total = 0, np.ones(3, np.float32), np.float32(0)
+    rows = np.zeros((n, 3), np.float32)
     while i < n and i < 6:
         acc = acc * x + np.float32(1) if i % 2 == 0 else acc * np.float32(0.5) - x
+        rows[i] = acc
         total = total + np.float32(0.5) * i
         i += 1
     result = acc * np.float32(2) if acc.sum() > 10 else acc + total
-    return {"loop_i": i, "loop_acc": acc, "loop_total": total, "result": result}
+    return {"loop_i": i, "loop_acc": acc, "loop_total": total, "loop_rows": rows,
+            "result": result}
 
 
 def _build_like_fixture(tfm):
@@ -34,18 +37,20 @@ def _build_like_fixture(tfm):
     x = tfm.placeholder(tfm.float32, [3], name="x")
     n = tfm.placeholder(tfm.int32, [], name="n")
 
-    def body(i, acc, total):
+    def body(i, acc, total, ta):
         acc = tfm.cond(tfm.equal(i % 2, 0), lambda: acc * x + 1.0, lambda: acc * 0.5 - x)
         _, inner = tfm.while_loop(lambda j, s: j < i, lambda j, s: (j + 1, s + 0.5),
                                   [tfm.constant(0), tfm.constant(0.0)])
-        return i + 1, acc, total + inner
+        return i + 1, acc, total + inner, ta.write(i, acc)
 
-    i, acc, total = tfm.while_loop(lambda i, a, t: i < n, body,
-                                   [tfm.constant(0), tfm.ones([3]), tfm.constant(0.0)],
-                                   maximum_iterations=6, name="loop")
+    ta = tfm.TensorArray(tfm.float32, size=n, element_shape=[3])
+    i, acc, total, ta = tfm.while_loop(lambda i, a, t, ta: i < n, body,
+                                       [tfm.constant(0), tfm.ones([3]), tfm.constant(0.0), ta],
+                                       maximum_iterations=6, name="loop")
     tfm.identity(i, name="loop_i")
     tfm.identity(acc, name="loop_acc")
     tfm.identity(total, name="loop_total")
+    tfm.identity(ta.stack(), name="loop_rows")
     r = tfm.cond(tfm.reduce_sum(acc) > 10.0, lambda: acc * 2.0, lambda: acc + total,
                  name="top")
     tfm.identity(r, name="result")
@@ -161,6 +166,80 @@ def test_cond_returning_a_captured_tensor_and_maximum_iterations_zero():
             np.testing.assert_array_equal(sess.run("z:0"), [1.0, 2.0])
 
 
+def _tensor_array_graph():
+    """TensorArrays in loops: a fixed-size one written per row of an unstacked input, map_fn
+    over a leading dimension unknown when built, a dynamic-size one grown by the loop."""
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None, 2], name="x")
+        n = tf.shape(x)[0]
+        inp = tf.TensorArray(tf.float32, size=n).unstack(x)
+
+        def body(i, ta):
+            return i + 1, ta.write(i, inp.read(i) * tf.cast(i, tf.float32))
+        _, ta = tf.while_loop(lambda i, ta: i < n, body,
+                              [tf.constant(0), tf.TensorArray(tf.float32, size=n)])
+        tf.identity(ta.stack(), name="stacked")
+        tf.identity(ta.size(), name="size")
+        tf.identity(tf.map_fn(lambda r: tf.reduce_sum(r) * 2.0, x), name="mapped")
+        dyn = tf.TensorArray(tf.float32, size=0, dynamic_size=True, element_shape=[])
+        _, dyn = tf.while_loop(lambda i, d: i < 4,
+                               lambda i, d: (i + 1, d.write(i, tf.cast(i * i, tf.float32))),
+                               [tf.constant(0), dyn])
+        tf.identity(dyn.stack(), name="dyn")
+    return g
+
+
+TA_NAMES = ["stacked:0", "size:0", "mapped:0", "dyn:0"]
+TA_X = np.arange(6, dtype=np.float32).reshape(3, 2)
+
+
+def _check_tensor_arrays(got) -> None:
+    stacked, size, mapped, dyn = got
+    np.testing.assert_array_equal(stacked, [[0, 0], [2, 3], [8, 10]])   # row i * i
+    assert size == 3
+    np.testing.assert_array_equal(mapped, [2, 10, 18])   # 2 * row sums 1, 5, 9
+    np.testing.assert_array_equal(dyn, [0, 1, 4, 9])
+
+
+def test_tensor_arrays_in_loops_round_trip():
+    g1 = _tensor_array_graph()
+    with tf.Session(graph=g1) as sess:
+        _check_tensor_arrays(sess.run(TA_NAMES, {"x:0": TA_X}))
+    gd = g1.as_graph_def()
+    types = {n.op for n in gd.node} | {n.op for f in gd.library.function for n in f.node_def}
+    assert {"TensorListReserve", "TensorListSetItem", "TensorListGetItem",
+            "TensorListStack", "TensorListLength"} <= types
+    assert not any(t.startswith("jitflow.") for t in types)
+    with tf.Graph().as_default() as g2:
+        tf.import_graph_def(gd, name="")
+    from jitflow.serialize.functions import graph_level_ops
+    for op in graph_level_ops(g1):   # jitflow's TensorArray ops come back as themselves
+        if op.type.startswith("TensorArray"):
+            assert g2.get_operation_by_name(op.name).type == op.type
+    assert any(op.type == "TensorArrayWriteV3" for op in g2.get_operations())   # in a body
+    with tf.Session(graph=g2) as sess:
+        for _ in range(2):   # each run makes its TensorArrays anew
+            _check_tensor_arrays(sess.run(TA_NAMES, {"x:0": TA_X}))
+
+
+def test_tensorflow_lists_read_as_lists():
+    """A GraphDef of TensorList ops without jitflow's marks (as TensorFlow writes them) runs on
+    jitflow's list ops."""
+    from jitflow.serialize.functions import JITFLOW_TYPE_ATTR
+    gd = _tensor_array_graph().as_graph_def()
+    for n in list(gd.node) + [m for f in gd.library.function for m in f.node_def]:
+        if JITFLOW_TYPE_ATTR in n.attr:
+            del n.attr[JITFLOW_TYPE_ATTR]
+    with tf.Graph().as_default() as g2:
+        tf.import_graph_def(gd, name="")
+        types = {op.type for op in g2.get_operations()}
+        assert "TensorListReserve" in types and "TensorListSetItem" in types
+        assert not any(t.startswith("TensorArray") for t in types)
+        with tf.Session(graph=g2) as sess:
+            _check_tensor_arrays(sess.run(TA_NAMES, {"x:0": TA_X}))
+
+
 def test_gradient_of_a_loop_cannot_be_written():
     with tf.Graph().as_default() as g:
         x = tf.placeholder(tf.float32, [], name="x")
@@ -253,6 +332,16 @@ def test_tensorflow_restores_a_jitflow_meta_graph_with_a_loop(tmp_path):
             saver.restore(sess, prefix)
             got = sess.run("r:0", {"x:0": np.array([8.0, 1.0], np.float32)})
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_tensorflow_runs_jitflow_tensor_arrays_in_loops(tmp_path):
+    tf_ref = _tf()
+    path = tf.train.write_graph(_tensor_array_graph(), str(tmp_path), "ta.pb", as_text=False)
+    gd = tf_ref.GraphDef.FromString(open(path, "rb").read())
+    with tf_ref.Graph().as_default() as g:
+        tf_ref.import_graph_def(gd, name="")
+        with tf_ref.Session(graph=g) as sess:
+            _check_tensor_arrays(sess.run(TA_NAMES, {"x:0": TA_X}))
 
 
 def test_reads_what_tensorflow_writes_now(tmp_path):
