@@ -53,6 +53,7 @@ _STATE: dict = {}
 
 def warm_up() -> None:
     """Load LLVM and make the quick engine now (~45 ms, once per process)."""
+    _host()
     _engine("quick")
 
 
@@ -70,6 +71,17 @@ def _llvm():
                 pass
         _STATE["llvm"] = llvm
     return llvm
+
+
+def _host() -> str:
+    """LLVM's version and the host CPU's name and features, asked once: every LLVM call waits
+    for llvmlite's process-wide lock, which a compile on the compiler thread holds."""
+    h = _STATE.get("host")
+    if h is None:
+        llvm = _llvm()
+        h = _STATE["host"] = (f"{llvm.llvm_version_info}|{llvm.get_host_cpu_name()}|"
+                              f"{llvm.get_host_cpu_features().flatten()}")
+    return h
 
 
 def _engine(level: str):
@@ -151,10 +163,8 @@ def _object_key(text: str, libraries, level: str) -> str:
     """The cache key of a kernel's machine code: its IR, the library IR linked in, the level,
     LLVM's version and the host CPU (name and features)."""
     import hashlib
-    llvm = _llvm()
     h = hashlib.sha256()
-    h.update(f"{_OBJECT_FORMAT}|{level}|{llvm.llvm_version_info}|{llvm.get_host_cpu_name()}|"
-             f"{llvm.get_host_cpu_features().flatten()}|".encode())
+    h.update(f"{_OBJECT_FORMAT}|{level}|{_host()}|".encode())
     h.update(text.encode())
     for lib in libraries:
         h.update(b"|" + lib.encode())
