@@ -358,3 +358,41 @@ def test_reads_what_tensorflow_writes_now(tmp_path):
     for k, res in enumerate(got):
         for name in OUTPUTS:
             np.testing.assert_allclose(res[name], expected[f"{name}_{k}"], rtol=1e-6)
+
+
+def _saved_loop_model(export_dir: str):
+    with tf.Graph().as_default():
+        w = tf.Variable(np.array([0.5, 2.0], np.float32), name="w")
+        x = tf.placeholder(tf.float32, [2], name="x")
+        _, y = tf.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * w),
+                             [tf.constant(0), x])
+        r = tf.cond(tf.reduce_sum(y) > 5.0, lambda: y - 1.0, lambda: y + w)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            tf.saved_model.simple_save(sess, export_dir, inputs={"x": x}, outputs={"r": r})
+
+
+def test_saved_model_with_a_loop_and_a_cond(tmp_path):
+    export_dir = str(tmp_path / "model")
+    _saved_loop_model(export_dir)
+    with tf.Graph().as_default() as g:
+        with tf.Session(graph=g) as sess:
+            meta = tf.saved_model.loader.load(sess, ["serve"], export_dir)
+            sig = meta.signature_def["serving_default"]
+            got = sess.run(sig.outputs["r"].name,
+                           {sig.inputs["x"].name: np.array([8.0, 1.0], np.float32)})
+    # y = [8, 1] * [0.5, 2] ** 3 = [1, 8]; sum 9 > 5: y - 1
+    np.testing.assert_array_equal(got, [0.0, 7.0])
+
+
+def test_tensorflow_loads_a_jitflow_saved_model_with_a_loop(tmp_path):
+    tf_ref = _tf()
+    export_dir = str(tmp_path / "model")
+    _saved_loop_model(export_dir)
+    with tf_ref.Graph().as_default() as g:
+        with tf_ref.Session(graph=g) as sess:
+            meta = tf_ref.saved_model.loader.load(sess, ["serve"], export_dir)
+            sig = meta.signature_def["serving_default"]
+            got = sess.run(sig.outputs["r"].name,
+                           {sig.inputs["x"].name: np.array([8.0, 1.0], np.float32)})
+    np.testing.assert_array_equal(got, [0.0, 7.0])
