@@ -382,6 +382,15 @@ def import_graph_def(graph_def, input_map: Optional[dict] = None, return_element
         return json_graph.import_graph_def(graph_def, input_map, return_elements, name)
     gd = parse_graph_def(graph_def)
     nodes = list(gd.node)
+    library = {f.signature.name: f for f in gd.library.function}
+    from jitflow.serialize import frames
+    if frames.has_frames(nodes):   # TF1's loop and cond frames, read as While/If nodes
+        from jitflow.serialize import protos
+        try:
+            nodes = frames.functionalize(nodes, protos, library)
+        except (ValueError, KeyError, IndexError) as e:
+            raise ValueError(f"graph_def: its TF1 control flow (Enter/Exit/Switch/Merge "
+                             f"frames) could not be read: {e}") from None
     known = set(tf_ops.IMPORTERS)
     from jitflow.ops.registry import REGISTRY
     unknown: dict = {}
@@ -406,8 +415,7 @@ def import_graph_def(graph_def, input_map: Optional[dict] = None, return_element
     with graph.name_scope(prefix_name or None) as prefix:
         with graph.name_scope(None):
             try:
-                created = _create(graph, _sorted_nodes(nodes), prefix, mapping,
-                                  {f.signature.name: f for f in gd.library.function})
+                created = _create(graph, _sorted_nodes(nodes), prefix, mapping, library)
             except NodeImportError as e:   # what callers see is a plain ValueError
                 raise ValueError(str(e)) from None
     if return_elements is None:

@@ -5,6 +5,9 @@ the `bench` extra).
 
     python tests/data/make_control_flow.py [OUTDIR]     # default: tests/data
 
+Also control_flow_v1.pb (and its _expected.npz): the same graph without the TensorArray, written
+with control flow v2 off (TF1's Enter/Exit/Switch/Merge frames).
+
 The graph (feeds x: float32 [3], n: int32 scalar; what `control_flow_reference` in
 tests/serialize/test_control_flow_graph_def.py computes by hand):
 - loop/: i from 0 while i < n (at most 6 times): acc = cond(i even, acc * x + 1, acc * 0.5 - x);
@@ -25,7 +28,7 @@ FEEDS = [(np.array([1.5, -0.5, 2.0], np.float32), 4), (np.array([0.2, 0.1, -1.0]
 OUTPUTS = ["loop_i", "loop_acc", "loop_total", "loop_rows", "result"]
 
 
-def _build(tf):
+def _build(tf, tensor_array: bool = True):
     x = tf.placeholder(tf.float32, [3], name="x")
     n = tf.placeholder(tf.int32, [], name="n")
 
@@ -33,33 +36,36 @@ def _build(tf):
         acc = tf.cond(tf.equal(i % 2, 0), lambda: acc * x + 1.0, lambda: acc * 0.5 - x)
         _, inner = tf.while_loop(lambda j, s: j < i, lambda j, s: (j + 1, s + 0.5),
                                  [tf.constant(0), tf.constant(0.0)])
-        return i + 1, acc, total + inner, ta.write(i, acc)
+        return i + 1, acc, total + inner, ta.write(i, acc) if tensor_array else ta
 
     with tf.name_scope("loop"):
-        ta = tf.TensorArray(tf.float32, size=n, element_shape=[3])
+        ta = tf.TensorArray(tf.float32, size=n, element_shape=[3]) if tensor_array else \
+            tf.zeros([n, 3])
         i, acc, total, ta = tf.while_loop(lambda i, a, t, ta: i < n, body,
-                                          [tf.constant(0), tf.ones([3]), tf.constant(0.0), ta],
+                                          (tf.constant(0), tf.ones([3]), tf.constant(0.0), ta),
                                           maximum_iterations=6)
     tf.identity(i, name="loop_i")
     tf.identity(acc, name="loop_acc")
     tf.identity(total, name="loop_total")
-    tf.identity(ta.stack(), name="loop_rows")
+    tf.identity(ta.stack() if tensor_array else ta, name="loop_rows")
     with tf.name_scope("top"):
         r = tf.cond(tf.reduce_sum(acc) > 10.0, lambda: acc * 2.0, lambda: acc + total)
     tf.identity(r, name="result")
 
 
-def write_control_flow(out_dir: str = HERE) -> tuple:
-    """Write the GraphDef and TensorFlow's outputs for FEEDS; returns (path, {key: array})."""
+def write_control_flow(out_dir: str = HERE, v2: bool = True) -> tuple:
+    """Write the GraphDef and TensorFlow's outputs for FEEDS; returns (path, {key: array}).
+    With `v2=False`: control_flow_v1.pb, TF1's frames (without the TensorArray: loop_rows is
+    then zeros, TF1's TensorArrays being resources jitflow does not read)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import tensorflow.compat.v1 as tf
     from tensorflow.python.ops import control_flow_util
     tf.disable_eager_execution()
     saved = control_flow_util.ENABLE_CONTROL_FLOW_V2
-    control_flow_util.ENABLE_CONTROL_FLOW_V2 = True   # only while building: nothing global
+    control_flow_util.ENABLE_CONTROL_FLOW_V2 = v2   # only while building: nothing global
     try:
         with tf.Graph().as_default() as g:
-            _build(tf)
+            _build(tf, tensor_array=v2)
     finally:
         control_flow_util.ENABLE_CONTROL_FLOW_V2 = saved
     expected = {}
@@ -68,12 +74,14 @@ def write_control_flow(out_dir: str = HERE) -> tuple:
             vals = sess.run([o + ":0" for o in OUTPUTS], {"x:0": xv, "n:0": nv})
             for name, v in zip(OUTPUTS, vals):
                 expected[f"{name}_{k}"] = v
-    path = os.path.join(out_dir, "control_flow.pb")
+    stem = "control_flow" if v2 else "control_flow_v1"
+    path = os.path.join(out_dir, stem + ".pb")
     with open(path, "wb") as f:
         f.write(g.as_graph_def().SerializeToString())
-    np.savez(os.path.join(out_dir, "control_flow_expected.npz"), **expected)
+    np.savez(os.path.join(out_dir, stem + "_expected.npz"), **expected)
     return path, expected
 
 
 if __name__ == "__main__":
-    print(write_control_flow(sys.argv[1] if len(sys.argv) > 1 else HERE)[0])
+    for v2 in (True, False):
+        print(write_control_flow(sys.argv[1] if len(sys.argv) > 1 else HERE, v2)[0])

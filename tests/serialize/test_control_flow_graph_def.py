@@ -17,14 +17,16 @@ sys.path.insert(0, DATA)
 from make_control_flow import FEEDS, OUTPUTS  # noqa: E402
 
 
-def control_flow_reference(x: np.ndarray, n: int) -> dict:
-    """What tests/data/make_control_flow.py's graph computes, by hand in NumPy."""
+def control_flow_reference(x: np.ndarray, n: int, tensor_array: bool = True) -> dict:
+    """What tests/data/make_control_flow.py's graph computes, by hand in NumPy (loop_rows stays
+    zeros without the TensorArray)."""
     x = x.astype(np.float32)
     i, acc, total = 0, np.ones(3, np.float32), np.float32(0)
     rows = np.zeros((n, 3), np.float32)
     while i < n and i < 6:
         acc = acc * x + np.float32(1) if i % 2 == 0 else acc * np.float32(0.5) - x
-        rows[i] = acc
+        if tensor_array:
+            rows[i] = acc
         total = total + np.float32(0.5) * i
         i += 1
     result = acc * np.float32(2) if acc.sum() > 10 else acc + total
@@ -61,9 +63,9 @@ def _run_all(sess) -> list:
             for xv, nv in FEEDS]
 
 
-def _check(results: list, rtol: float = 1e-6) -> None:
+def _check(results: list, rtol: float = 1e-6, tensor_array: bool = True) -> None:
     for (xv, nv), got in zip(FEEDS, results):
-        want = control_flow_reference(xv, nv)
+        want = control_flow_reference(xv, nv, tensor_array)
         for k in OUTPUTS:
             np.testing.assert_allclose(got[k], want[k], rtol=rtol, err_msg=f"{k} for n={nv}")
 
@@ -266,13 +268,31 @@ def test_reads_tensorflow_control_flow_v2_fixture(backend):
             np.testing.assert_allclose(res[name], expected[f"{name}_{k}"], rtol=1e-6)
 
 
-def test_tf1_frames_are_refused_by_name():
+def test_reads_tensorflow_tf1_frames_fixture(backend):
+    """tests/data/control_flow_v1.pb: the fixture's loops and conds as TF1's Enter/Exit/Switch/
+    Merge frames (control flow v2 off), read as While/If ops."""
+    path = os.path.join(DATA, "control_flow_v1.pb")
+    with tf.Graph().as_default() as g:
+        tf.import_graph_def(path, name="")
+        types = {op.type for op in g.get_operations()}
+        assert {"While", "If"} <= types and not types & {"Enter", "Merge", "Switch"}
+        with tf.Session(graph=g) as sess:
+            got = _run_all(sess)
+    _check(got, tensor_array=False)
+    expected = np.load(os.path.join(DATA, "control_flow_v1_expected.npz"))
+    for k, res in enumerate(got):
+        for name in OUTPUTS:
+            np.testing.assert_allclose(res[name], expected[f"{name}_{k}"], rtol=1e-6)
+
+
+def test_broken_tf1_frames_are_refused():
     from jitflow.serialize import protos
     gd = protos.GraphDef()
     gd.node.add(name="c", op="Const").attr["dtype"].type = 1
-    gd.node.add(name="enter", op="Enter", input=["c"])
+    e = gd.node.add(name="enter", op="Enter", input=["c"])
+    e.attr["frame_name"].s = b"f"
     with tf.Graph().as_default():
-        with pytest.raises(ValueError, match="'Enter' \\(node 'enter'\\)"):
+        with pytest.raises(ValueError, match="TF1 control flow.*Enter node enter feeds no Merge"):
             tf.import_graph_def(gd, name="")
 
 
@@ -396,3 +416,41 @@ def test_tensorflow_loads_a_jitflow_saved_model_with_a_loop(tmp_path):
             got = sess.run(sig.outputs["r"].name,
                            {sig.inputs["x"].name: np.array([8.0, 1.0], np.float32)})
     np.testing.assert_array_equal(got, [0.0, 7.0])
+
+
+def test_reads_tf1_frames_tensorflow_writes_now(tmp_path):
+    """Fresh TF1-frame graphs: the fixture's, and loops and conds of other shapes (no iteration
+    limit, a branch returning its input, a cond of two outputs, a loop in a branch)."""
+    tf_ref = _tf()
+    from make_control_flow import write_control_flow
+    path, expected = write_control_flow(str(tmp_path), v2=False)
+    with tf.Graph().as_default() as g:
+        tf.import_graph_def(path, name="")
+        with tf.Session(graph=g) as sess:
+            got = _run_all(sess)
+    _check(got, tensor_array=False)
+    from tensorflow.python.ops import control_flow_util
+    saved = control_flow_util.ENABLE_CONTROL_FLOW_V2
+    control_flow_util.ENABLE_CONTROL_FLOW_V2 = False
+    try:
+        with tf_ref.Graph().as_default() as g:
+            x = tf_ref.placeholder(tf_ref.float32, [None], name="x")
+            p = tf_ref.placeholder(tf_ref.bool, [], name="p")
+            k, y = tf_ref.while_loop(lambda k, y: tf_ref.reduce_sum(y) < 50.0,
+                                     lambda k, y: (k + 1, y * 2.0 + 1.0), (tf_ref.constant(0), x))
+            a, b = tf_ref.cond(p, lambda: (x, y * 2.0), lambda: (x + 1.0, tf_ref.while_loop(
+                lambda j, z: j < 3, lambda j, z: (j + 1, z - 1.0), (0, y))[1]))
+            for t, name in ((k, "k"), (y, "y"), (a, "a"), (b, "b")):
+                tf_ref.identity(t, name=name)
+    finally:
+        control_flow_util.ENABLE_CONTROL_FLOW_V2 = saved
+    assert "Enter" in {n.op for n in g.as_graph_def().node}
+    feeds = [{"x:0": np.array([1.0, 2.0], np.float32), "p:0": v} for v in (True, False)]
+    with tf_ref.Session(graph=g) as sess:
+        want = [sess.run(["k:0", "y:0", "a:0", "b:0"], f) for f in feeds]
+    with tf.Graph().as_default() as g2:
+        tf.import_graph_def(g.as_graph_def().SerializeToString(), name="")
+        with tf.Session(graph=g2) as sess:
+            for f, w in zip(feeds, want):
+                for a_, b_ in zip(sess.run(["k:0", "y:0", "a:0", "b:0"], f), w):
+                    np.testing.assert_allclose(a_, b_, rtol=1e-6)
