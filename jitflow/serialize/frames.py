@@ -397,4 +397,4 @@ def _live_input(m, k: int, by_name: dict) -> str:
         if by_name.get(src) is not None and by_name[src].op in ("Switch", "RefSwitch") \
                 and out == k:
             return s
-    return m.input[1 - k]
+    return m.input[k]   # TF1 merges (false value, true value)

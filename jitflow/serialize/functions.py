@@ -333,8 +333,8 @@ def _import_if(r, node):
 # TensorArray (TensorFlow runs them in and out of functions). Each node also carries the op's
 # own type, attributes and which of the node's inputs are the op's, in attributes TensorFlow
 # ignores (a leading underscore), so jitflow reads its TensorArray back exactly.
-JITFLOW_TYPE_ATTR = "_jitflow_type"
-JITFLOW_INPUTS_ATTR = "_jitflow_inputs"
+MARK_TYPE_ATTR = "_jitflow_type"
+MARK_INPUTS_ATTR = "_jitflow_inputs"
 
 
 def _element_shape_const(w, op, shape) -> str:
@@ -350,8 +350,8 @@ def _mark(w, op, positions: list) -> None:
     from jitflow.serialize.graph_def import NATIVE_ATTR
     from jitflow.serialize.json_graph import encode_attr
     n = w._written
-    n.attr[JITFLOW_TYPE_ATTR].s = op.type.encode()
-    n.attr[JITFLOW_INPUTS_ATTR].list.i.extend(positions)
+    n.attr[MARK_TYPE_ATTR].s = op.type.encode()
+    n.attr[MARK_INPUTS_ATTR].list.i.extend(positions)
     attrs = {k: encode_attr(v, f"attr '{k}' of op '{op.name}' ({op.type})")
              for k, v in op.attrs.items()}
     n.attr[NATIVE_ATTR].s = json.dumps(attrs, sort_keys=True).encode()
@@ -486,10 +486,10 @@ def import_marked(graph, node, inputs: list, full_name: str):
 
     from jitflow.serialize.graph_def import NATIVE_ATTR
     from jitflow.serialize.json_graph import decode_attr
-    if JITFLOW_TYPE_ATTR not in node.attr or NATIVE_ATTR not in node.attr:
+    if MARK_TYPE_ATTR not in node.attr or NATIVE_ATTR not in node.attr:
         return None
-    op_type = node.attr[JITFLOW_TYPE_ATTR].s.decode()
-    positions = list(node.attr[JITFLOW_INPUTS_ATTR].list.i)
+    op_type = node.attr[MARK_TYPE_ATTR].s.decode()
+    positions = list(node.attr[MARK_INPUTS_ATTR].list.i)
     if any(p >= len(inputs) for p in positions):
         raise ValueError(f"graph_def node '{node.name}': its jitflow inputs {positions} do not "
                          f"fit its {len(inputs)} inputs")

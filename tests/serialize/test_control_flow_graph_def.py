@@ -228,11 +228,11 @@ def test_tensor_arrays_in_loops_round_trip():
 def test_tensorflow_lists_read_as_lists():
     """A GraphDef of TensorList ops without jitflow's marks (as TensorFlow writes them) runs on
     jitflow's list ops."""
-    from jitflow.serialize.functions import JITFLOW_TYPE_ATTR
+    from jitflow.serialize.functions import MARK_TYPE_ATTR
     gd = _tensor_array_graph().as_graph_def()
     for n in list(gd.node) + [m for f in gd.library.function for m in f.node_def]:
-        if JITFLOW_TYPE_ATTR in n.attr:
-            del n.attr[JITFLOW_TYPE_ATTR]
+        if MARK_TYPE_ATTR in n.attr:
+            del n.attr[MARK_TYPE_ATTR]
     with tf.Graph().as_default() as g2:
         tf.import_graph_def(gd, name="")
         types = {op.type for op in g2.get_operations()}
