@@ -498,3 +498,82 @@ def import_marked(graph, node, inputs: list, full_name: str):
     return graph.create_op(op_type, op_inputs, {k: decode_attr(v) for k, v in attrs.items()},
                            name=full_name)
 
+
+
+# -- TF1's TensorArrays ----------------------------------------------------------------------------
+# TensorFlow's TensorArrayV3 ops pass a resource handle and a flow; every op also takes the flow,
+# so jitflow's TensorArray ops (a flow, whose value is the array) stand for both: the handle is
+# the flow of the TensorArrayV3 that made it.
+def _ta_attrs(r, node, size=None) -> dict:
+    from jitflow.core.shapes import TensorShape
+    attrs = {"dtype": r.dtype_attr("dtype"),
+             "element_shape": shape_from_proto(node.attr["element_shape"].shape)
+             if "element_shape" in node.attr else TensorShape(None)}
+    if size is not None:
+        attrs["size"] = size
+    return attrs
+
+
+@tf_ops.importer("TensorArrayV3")
+def _import_tf_ta(r, node):
+    from jitflow.core.shapes import TensorShape
+    es = shape_from_proto(node.attr["element_shape"].shape) if "element_shape" in node.attr \
+        else TensorShape(None)
+    flow = r.create("TensorArrayV3", r.inputs[:1], {
+        "dtype": r.dtype_attr("dtype"), "element_shape": es,
+        "dynamic_size": bool(r.attr("dynamic_size", False)),
+        "clear_after_read": bool(r.attr("clear_after_read", True)),
+        "tensor_array_name": r.attr("tensor_array_name", "") or ""})[0]
+    return [flow, flow]
+
+
+@tf_ops.importer("TensorArrayWriteV3")
+def _import_tf_ta_write(r, node):
+    _, index, value, flow = r.inputs
+    return r.create("TensorArrayWriteV3", [flow, index, value], {})
+
+
+@tf_ops.importer("TensorArrayReadV3")
+def _import_tf_ta_read(r, node):
+    _, index, flow = r.inputs
+    return r.create("TensorArrayReadV3", [flow, index], _ta_attrs(r, node))
+
+
+@tf_ops.importer("TensorArrayGatherV3")
+def _import_tf_ta_gather(r, node):
+    _, indices, flow = r.inputs
+    n = indices.shape.as_list()[0] if indices.shape.ndims == 1 else None
+    return r.create("TensorArrayGatherV3", [flow, indices], _ta_attrs(r, node, n))
+
+
+@tf_ops.importer("TensorArrayScatterV3")
+def _import_tf_ta_scatter(r, node):
+    _, indices, value, flow = r.inputs
+    return r.create("TensorArrayScatterV3", [flow, indices, value], {})
+
+
+@tf_ops.importer("TensorArraySizeV3")
+def _import_tf_ta_size(r, node):
+    return r.create("TensorArraySizeV3", [r.inputs[1]], {})
+
+
+@tf_ops.importer("TensorArrayConcatV3")
+def _import_tf_ta_concat(r, node):
+    attrs = _ta_attrs(r, node)
+    if "element_shape_except0" in node.attr:
+        rest = shape_from_proto(node.attr["element_shape_except0"].shape)
+        from jitflow.core.shapes import TensorShape
+        attrs["element_shape"] = TensorShape(None) if rest.ndims is None else \
+            TensorShape([None] + rest.as_list())
+    return r.create("TensorArrayConcatV3", [r.inputs[1]], attrs)
+
+
+@tf_ops.importer("TensorArraySplitV3")
+def _import_tf_ta_split(r, node):
+    _, value, lengths, flow = r.inputs
+    return r.create("TensorArraySplitV3", [flow, value, lengths], {})
+
+
+@tf_ops.importer("TensorArrayCloseV3")
+def _import_tf_ta_close(r, node):
+    return r.create("NoOp", [], {})

@@ -6,7 +6,8 @@ the `bench` extra).
     python tests/data/make_control_flow.py [OUTDIR]     # default: tests/data
 
 Also control_flow_v1.pb (and its _expected.npz): the same graph without the TensorArray, written
-with control flow v2 off (TF1's Enter/Exit/Switch/Merge frames).
+with control flow v2 off (TF1's Enter/Exit/Switch/Merge frames), and rnn_v1.pb: an RNN over TF1
+TensorArrays in a TF1-frame loop (`write_rnn_v1`).
 
 The graph (feeds x: float32 [3], n: int32 scalar; what `control_flow_reference` in
 tests/serialize/test_control_flow_graph_def.py computes by hand):
@@ -82,6 +83,48 @@ def write_control_flow(out_dir: str = HERE, v2: bool = True) -> tuple:
     return path, expected
 
 
+RNN_X = np.linspace(-1.0, 1.0, 2 * 5 * 3, dtype=np.float32).reshape(5, 2, 3)   # [time, batch, 3]
+RNN_W = np.linspace(-0.5, 0.7, 7 * 4, dtype=np.float32).reshape(7, 4)
+
+
+def write_rnn_v1(out_dir: str = HERE) -> tuple:
+    """rnn_v1.pb: a tanh RNN over TensorArrays in a TF1-frame while loop (TensorArrayV3
+    scatter, read, write, gather: what dynamic_rnn makes), with rnn_v1_expected.npz."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import tensorflow.compat.v1 as tf
+    from tensorflow.python.ops import control_flow_util
+    tf.disable_eager_execution()
+    saved = control_flow_util.ENABLE_CONTROL_FLOW_V2
+    control_flow_util.ENABLE_CONTROL_FLOW_V2 = False
+    try:
+        with tf.Graph().as_default() as g:
+            x = tf.placeholder(tf.float32, [None, 2, 3], name="x")
+            steps = tf.shape(x)[0]
+            inputs = tf.TensorArray(tf.float32, size=steps).unstack(x)
+            outputs = tf.TensorArray(tf.float32, size=steps)
+            w = tf.constant(RNN_W)
+
+            def body(t, h, out):
+                h = tf.tanh(tf.matmul(tf.concat([inputs.read(t), h], 1), w))
+                return t + 1, h, out.write(t, h)
+            _, h, outputs = tf.while_loop(lambda t, h, o: t < steps, body,
+                                          (tf.constant(0), tf.zeros([2, 4]), outputs))
+            tf.identity(outputs.stack(), name="out")
+            tf.identity(h, name="state")
+    finally:
+        control_flow_util.ENABLE_CONTROL_FLOW_V2 = saved
+    with tf.Session(graph=g) as sess:
+        out, state = sess.run(["out:0", "state:0"], {"x:0": RNN_X})
+    path = os.path.join(out_dir, "rnn_v1.pb")
+    with open(path, "wb") as f:
+        f.write(g.as_graph_def().SerializeToString())
+    expected = {"out": out, "state": state}
+    np.savez(os.path.join(out_dir, "rnn_v1_expected.npz"), **expected)
+    return path, expected
+
+
 if __name__ == "__main__":
+    out_dir = sys.argv[1] if len(sys.argv) > 1 else HERE
     for v2 in (True, False):
-        print(write_control_flow(sys.argv[1] if len(sys.argv) > 1 else HERE, v2)[0])
+        print(write_control_flow(out_dir, v2)[0])
+    print(write_rnn_v1(out_dir)[0])

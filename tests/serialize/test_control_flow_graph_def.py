@@ -285,6 +285,33 @@ def test_reads_tensorflow_tf1_frames_fixture(backend):
             np.testing.assert_allclose(res[name], expected[f"{name}_{k}"], rtol=1e-6)
 
 
+def rnn_reference(x: np.ndarray, w: np.ndarray) -> tuple:
+    """make_control_flow.write_rnn_v1's RNN by hand: h = tanh([x_t, h] w) per step."""
+    h = np.zeros((x.shape[1], w.shape[1]), np.float32)
+    outs = []
+    for t in range(x.shape[0]):
+        h = np.tanh(np.concatenate([x[t], h], 1) @ w)
+        outs.append(h)
+    return np.stack(outs), h
+
+
+def test_reads_tf1_tensor_arrays_in_frames(backend):
+    """tests/data/rnn_v1.pb: TF1's resource TensorArrays (handle and flow) in a TF1 loop."""
+    from make_control_flow import RNN_W, RNN_X
+    with tf.Graph().as_default() as g:
+        tf.import_graph_def(os.path.join(DATA, "rnn_v1.pb"), name="")
+        with tf.Session(graph=g) as sess:
+            out, state = sess.run(["out:0", "state:0"], {"x:0": RNN_X})
+            short = sess.run("out:0", {"x:0": RNN_X[:2]})
+    want_out, want_state = rnn_reference(RNN_X, RNN_W)
+    np.testing.assert_allclose(out, want_out, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(state, want_state, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(short, want_out[:2], rtol=1e-5, atol=1e-6)
+    expected = np.load(os.path.join(DATA, "rnn_v1_expected.npz"))
+    np.testing.assert_allclose(out, expected["out"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(state, expected["state"], rtol=1e-5, atol=1e-6)
+
+
 def test_broken_tf1_frames_are_refused():
     from jitflow.serialize import protos
     gd = protos.GraphDef()
@@ -454,3 +481,15 @@ def test_reads_tf1_frames_tensorflow_writes_now(tmp_path):
             for f, w in zip(feeds, want):
                 for a_, b_ in zip(sess.run(["k:0", "y:0", "a:0", "b:0"], f), w):
                     np.testing.assert_allclose(a_, b_, rtol=1e-6)
+
+
+def test_reads_tf1_tensor_arrays_tensorflow_writes_now(tmp_path):
+    _tf()
+    from make_control_flow import RNN_X, write_rnn_v1
+    path, expected = write_rnn_v1(str(tmp_path))
+    with tf.Graph().as_default() as g:
+        tf.import_graph_def(path, name="")
+        with tf.Session(graph=g) as sess:
+            out, state = sess.run(["out:0", "state:0"], {"x:0": RNN_X})
+    np.testing.assert_allclose(out, expected["out"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(state, expected["state"], rtol=1e-5, atol=1e-6)
