@@ -12,11 +12,16 @@ TF1 session on the CPU compiles nothing to disk; its kernels are in the library)
 bytecode is written and used (every peer's modules are imported once before the first timed
 child), so "cold" means empty kernel caches, not a never-imported package.
 
-Peers: `jitflow` (the default mode, JITFLOW_COMPILE unset: `auto`), `jitflow-sync`,
-`jitflow-numba` (and `jitflow-quick` on request), `jax` (`jax.jit`), `tf1`
-(`tf.compat.v1.Session`). Every child has one thread (benchmarks/threads.py, as `make bench`:
-thread variables and the process held to one CPU; `--no-affinity` leaves it every CPU, which
-gives jitflow's compiler thread a core of its own and XLA its thread pool).
+Peers: `jitflow` (the default mode, JITFLOW_COMPILE unset: `auto`, empty caches),
+`jitflow-warm` (the default mode again, a fresh process on the caches the `jitflow` child
+left), `numpy` (plain NumPy, gradients written by hand; it does not run the CNN), `jax`
+(`jax.jit`), `tf1` (`tf.compat.v1.Session`); on request `jitflow-sync`, `jitflow-quick` and
+`jitflow-numba` (those JITFLOW_COMPILE modes). jitflow and NumPy run in this interpreter, JAX
+and TF1 in `--bench-python` (default: $JITFLOW_BENCH_PYTHON, else this one); a peer whose
+package is not installed there is left out with a note. Every child has one thread
+(benchmarks/threads.py, as `make bench`: thread variables and the process held to one CPU;
+`--no-affinity` leaves it every CPU, which gives jitflow's compiler thread a core of its own
+and XLA its thread pool).
 
 Cases (the same graph, data and initial values in every peer):
 - `seeds`: `(a*b)/(a+b)` on float32 scalars fed by feed_dict, 20,000 runs;
@@ -25,11 +30,14 @@ Cases (the same graph, data and initial values in every peer):
   `tanh(matmul(h, W))`, `x + reduce_mean/sum(y, 1, keepdims=True)`; the kind of
   compile_scaling.py) of 10 / 50 ops, its gradients and an Adam step, 5,000 steps;
 - `fwd200`, `fwd1000`: the same kind, 200 ops forward (3,000 runs) and 1,000 ops (300 runs);
+- `mlp`: a 784-256-10 `tf.layers` MLP (relu, softmax cross entropy, Adam), batch 64,
+  2,000 steps;
 - `cnn`: a LeNet-style `tf.layers` CNN (conv 5x5x32, pool, conv 5x5x64, pool, dense 1024,
-  dropout 0.4, dense 10; batch 32 of 28x28 synthetic digits; Adam), `cnn_steps` steps;
+  dropout 0.4, dense 10; batch 32 of 28x28 synthetic digits; Adam), 100 steps;
 - `rnn`: an LSTM unrolled in Python over 20 time steps (hidden 128, batch 32, 10 classes,
-  Adam), `rnn_steps` steps. Both model step counts are about 30 s of JAX's steady steps on the
-  2-core machine the results were recorded on.
+  Adam), 500 steps.
+The step counts keep the whole default run (nine cases, five peers) under 10 minutes on a
+loaded 2-core machine; the programs take from under a second to about a minute.
 
 Per child: total wall (spawn to the end of the last step), the steady step (median of the last
 10% of steps, at least 5), and when the steady speed was reached: the end of the first step
@@ -38,7 +46,7 @@ step, counted from spawn. jitflow children also report the code their kernels en
 (quick, optimized, Numba), whether optimized code was still queued at the end of the work,
 and when the compiler thread went idle. Each child prints its final loss or output summary; the
 parent compares them loosely across peers (same graph, same initial values) so that a broken
-peer shows. `--quick` divides every step count by 10.
+peer shows. `--quick` divides every step count by 10 (a 1-2 minute smoke).
 
 The report (markdown) goes to stdout and, with `--out DIR`, to DIR/cold_workloads.md and
 DIR/cold_workloads.json.
@@ -70,7 +78,7 @@ ADAM = {"lr": 1e-3, "b1": 0.9, "b2": 0.999, "eps": 1e-8}
 # loaded 2-core machine the results were recorded on, and every program between ~2 and ~40 s
 MLP_STEPS = 2000
 CNN_STEPS = 100
-RNN_STEPS = 1000
+RNN_STEPS = 500
 
 # id -> (title, steps, rtol of the results check)
 CASES = {
