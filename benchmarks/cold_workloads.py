@@ -298,7 +298,7 @@ def batch_of(i: int) -> slice:
     return slice(k, k + BATCH)
 
 
-# -- the graph peers (jitflow and tf.compat.v1) -----------------------------------------------------
+# -- the graph peers (jitflow and tf.compat.v1) ---------------------------------------------------
 class Work:
     """One peer's prepared case: `step(i)` runs step i; `final()` the value checked."""
 
@@ -796,7 +796,7 @@ def numpy_work(case: str, n: int) -> Work:
     raise ValueError(f"NumPy does not run case {case!r}")
 
 
-# -- the child --------------------------------------------------------------------------------------
+# -- the child ------------------------------------------------------------------------------------
 def steady_figures(ends: list, t_first_start: float, window: int) -> dict:
     """Step figures from the steps' end times (seconds since spawn)."""
     import numpy as np
@@ -877,7 +877,7 @@ def jitflow_figures(background, idle_at) -> dict:
             "pending_at_end": background.pending(), "compiler_idle_at": idle_at}
 
 
-# -- the parent --------------------------------------------------------------------------------------
+# -- the parent -----------------------------------------------------------------------------------
 def child_env(peer: str, tmp: str) -> dict:
     """A child's environment: empty caches under `tmp`, one thread, this checkout first."""
     from benchmarks import children
