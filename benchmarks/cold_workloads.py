@@ -926,8 +926,10 @@ def run_child(peer: str, case: str, n: int, window: int, timeout: float, python:
             if p.returncode:
                 out["error"] = f"exit status {p.returncode} after the work"
             return out
-    tail = (p.stderr or p.stdout).strip().splitlines()[-3:]
-    return {"error": f"exit {p.returncode}: " + " | ".join(tail)[:300]}
+    tail = (p.stderr or p.stdout).strip().splitlines()
+    # the exception's own line first (a report cell shows the start), then the traceback's end
+    return {"error": f"exit {p.returncode}: {tail[-1] if tail else ''}"[:300],
+            "output_tail": "\n".join(tail[-12:])}
 
 
 def run_case(case: str, peers: list, n: int, args, pythons: dict, bar=None) -> dict:
