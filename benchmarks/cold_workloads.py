@@ -2,7 +2,8 @@
 from process start (before `import`) to the end of the work.
 
     python benchmarks/cold_workloads.py [--quick] [--cases seeds,chain,...] [--peers ...]
-                                        [--repeat 1] [--out benchmarks/results] [--no-affinity]
+                                        [--bench-python PATH] [--repeat 1]
+                                        [--out benchmarks/results] [--no-affinity]
 
 What a user waits for when a program runs once: interpreter start, imports, graph building,
 compiling and every step. Each (case, peer) runs in its own child process started with an
@@ -46,7 +47,8 @@ step, counted from spawn. jitflow children also report the code their kernels en
 (quick, optimized, Numba), whether optimized code was still queued at the end of the work,
 and when the compiler thread went idle. Each child prints its final loss or output summary; the
 parent compares them loosely across peers (same graph, same initial values) so that a broken
-peer shows. `--quick` divides every step count by 10 (a 1-2 minute smoke).
+peer shows. `--quick` divides every step count by 10 (a 1-3 minute smoke: the CNN's cold
+compile alone takes 40 s or more on a loaded 2-core machine).
 
 The report (markdown) goes to stdout and, with `--out DIR`, to DIR/cold_workloads.md and
 DIR/cold_workloads.json.
