@@ -82,7 +82,8 @@ bench-cold-quick: $(STAMP)
 	$(BIN)/python benchmarks/cold_workloads.py --quick --bench-python $(BENCH_PYTHON)
 
 # a short CNN program 100 times in fresh processes (empty and warm kernel cache), exiting while
-# the compiler thread works: counts unclean exits, requires bit-identical results (~5 min)
+# the compiler thread works: counts unclean exits, requires bit-identical results (~4 min on an
+# idle 2-core machine, 20 under load 11)
 EXIT_RUNS ?= 100
 exit-check: $(STAMP)
 	$(BIN)/python benchmarks/exit_check.py --runs $(EXIT_RUNS) \
