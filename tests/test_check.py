@@ -141,6 +141,11 @@ def test_coverage_counts_per_namespace():
     assert check.coverage(None, names)["nn.rnn_cell"] == (1, 1, [])
 
 
+def test_tutorial_namespaces_are_at_least_80_percent_covered():
+    found, count = check.total(check.coverage(check.TUTORIAL_NAMESPACES))
+    assert found / count >= 0.80, f"{found} / {count}"
+
+
 def test_coverage_command(tmp_path):
     proc = _cli("coverage", "nn", "--missing")
     assert proc.returncode == 0, proc.stderr
