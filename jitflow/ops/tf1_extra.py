@@ -661,7 +661,7 @@ def batch_norm_with_global_normalization(t=None, m=None, v=None, beta=None, gamm
 
 def _backprop_input(conv: Callable, input_sizes, filt, out_backprop, name: str) -> Tensor:
     """d(conv(x, filt)) / dx at out_backprop: the convolution's gradient (linear in x)."""
-    from jitflow.core.gradients import gradients
+    from jitflow.core.gradients import gradients  # a backprop is this gradient
     from jitflow.ops.sources import zeros
     with name_scope(None, name, [filt, out_backprop]):
         dy = convert_to_tensor(out_backprop, name="out_backprop")
@@ -670,7 +670,7 @@ def _backprop_input(conv: Callable, input_sizes, filt, out_backprop, name: str) 
 
 
 def _backprop_filter(conv: Callable, x, filter_sizes, out_backprop, name: str) -> Tensor:
-    from jitflow.core.gradients import gradients
+    from jitflow.core.gradients import gradients  # a backprop is this gradient
     from jitflow.ops.sources import zeros
     with name_scope(None, name, [x, out_backprop]):
         dy = convert_to_tensor(out_backprop, name="out_backprop")
