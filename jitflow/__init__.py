@@ -108,6 +108,9 @@ def __getattr__(name: str):
         return importlib.import_module("jitflow.contrib")
     if name in ("GIT_VERSION", "COMPILER_VERSION"):
         return getattr(version, name)
+    if name == "test":   # tf.test: unittest helpers, on first use
+        import importlib
+        return importlib.import_module("jitflow.test")
     if name in ("client", "python"):   # timelines (`tf.python.client.timeline`), on first use
         import importlib
         return importlib.import_module("jitflow." + name)

@@ -4,6 +4,9 @@
     jitflow cache [list]       the compiled-kernel cache: one line per entry, with sizes
     jitflow cache clear        empty the cache (refuses a folder holding foreign files)
     jitflow inspect PATH       an exported function's manifest and generated source
+    jitflow check PROGRAM.py   the tf.* names a TF1 script uses that jitflow lacks; then run it
+                               with `import tensorflow` giving jitflow
+    jitflow coverage           how many of TF1's public tf.compat.v1 names jitflow has
 """
 from __future__ import annotations
 
@@ -151,6 +154,49 @@ def _cmd_config(args) -> int:
     return 0
 
 
+def _cmd_check(args) -> int:
+    from jitflow.tools import check
+    try:
+        with open(args.program, encoding="utf-8") as f:
+            source = f.read()
+        uses = check.scan(source, args.program)
+    except (OSError, SyntaxError, ValueError) as e:
+        print(f"error: cannot read {args.program}: {e}", file=sys.stderr)
+        return 2
+    names = sorted({u.path for u in uses})
+    missing = check.missing_uses(uses)
+    print(f"jitflow check: {args.program} uses {len(names)} tf names; "
+          f"{len(missing)} not in jitflow", file=sys.stderr)
+    for path, reason, lines in missing:
+        where = ", ".join(str(n) for n in lines[:8]) + (", ..." if len(lines) > 8 else "")
+        print(f"  missing tf.{path} (line {where}){': ' + reason if reason else ''}",
+              file=sys.stderr)
+    if args.no_run:
+        return 1 if missing else 0
+    print(f"jitflow check: running {args.program} with tensorflow as jitflow", file=sys.stderr)
+    sys.stderr.flush()
+    return check.run_program(args.program, args.args)
+
+
+def _cmd_coverage(args) -> int:
+    from jitflow.tools import check
+    spaces = None if args.all else list(args.namespace or check.TUTORIAL_NAMESPACES)
+    spaces = None if spaces is None else ["" if s in ("tf", "top") else s for s in spaces]
+    cov = check.coverage(spaces)
+    for ns in sorted(cov, key=lambda n: (-cov[n][1], n)):
+        found, count, missing = cov[ns]
+        print(f"tf.{ns + '.' if ns else ''}*{'':<{max(0, 28 - len(ns))}} {found:>5} / {count:<5}"
+              f" {100 * found / count:5.1f}%")
+        if args.missing and missing:
+            print("    missing: " + " ".join(missing))
+    found, count = check.total(cov)
+    which = ("(" + ", ".join("tf." + (n + "." if n else "") + "*" for n in spaces) + ")"
+             if spaces else "(every namespace)")
+    print(f"total {which}: {found} / {count} = {100 * found / count:.1f}% of TensorFlow "
+          f"2.21's tf.compat.v1")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="jitflow", description="jitflow command line tools")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -166,6 +212,19 @@ def _parser() -> argparse.ArgumentParser:
     i.add_argument("path", help="the folder written by jitflow.export")
     i.add_argument("--no-source", action="store_true", help="print only the manifest")
     i.set_defaults(func=_cmd_inspect)
+    k = sub.add_parser("check", help="report the tf.* names a TF1 program uses that jitflow "
+                                     "lacks, then run it with `import tensorflow` as jitflow")
+    k.add_argument("program", help="the script (a .py file)")
+    k.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
+    k.add_argument("--no-run", action="store_true",
+                   help="only report (exit status 1 when names are missing)")
+    k.set_defaults(func=_cmd_check)
+    o = sub.add_parser("coverage", help="jitflow's coverage of TF1's public tf.compat.v1 names")
+    o.add_argument("namespace", nargs="*", help="namespaces to count (tf = the top level; "
+                                                "default: the ones tutorials use)")
+    o.add_argument("--all", action="store_true", help="every namespace")
+    o.add_argument("--missing", action="store_true", help="list the missing names")
+    o.set_defaults(func=_cmd_coverage)
     g = sub.add_parser("config", help="print every JITFLOW_* variable's value in effect")
     g.set_defaults(func=_cmd_config)
     return p

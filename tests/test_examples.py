@@ -161,3 +161,20 @@ def test_tfrecord_pipeline_trains_from_example_records(backend, capsys):
     assert out["tags"] == 4 * (120 * 1 + 120 * 2)   # one tag on even records, two on odd
     assert out["losses"][-1] < 0.3 * out["losses"][0]
     assert out["accuracy"][-1] > 0.9
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_tested_contrib_tfrecord_trains_and_its_own_tests_pass(backend, capsys):
+    mod = _load("tested_contrib_tfrecord")
+    out = mod.main(epochs=30)
+    assert capsys.readouterr().out.splitlines()[-1].startswith("final: loss")
+    assert out["losses"][-1] < 0.3 * out["losses"][0]
+    assert out["accuracy"] > 0.9
+    result = mod.run_tests(verbosity=0)
+    assert result.testsRun == 4 and result.wasSuccessful(), result.failures + result.errors
+    assert len(result.skipped) == 1   # test_session, by its name, as TF1's TestCase
+    # a failing check fails: a model that predicts one class
+    mod.ProgramTest.state["probs"] = np.tile([[1.0, 0.0]], (256, 1))
+    broken = mod.run_tests(verbosity=0)
+    assert [t.id().rsplit(".", 1)[1] for t, _ in broken.failures] == [
+        "test_trained_model_separates_the_moons"]

@@ -28,7 +28,8 @@ __all__: list = []
 
 NAMESPACES = {"losses": [
     "Reduction", "compute_weighted_loss", "absolute_difference", "mean_squared_error",
-    "log_loss", "huber_loss", "sigmoid_cross_entropy", "softmax_cross_entropy",
+    "log_loss", "huber_loss", "mean_pairwise_squared_error", "sigmoid_cross_entropy",
+    "softmax_cross_entropy",
     "sparse_softmax_cross_entropy", "hinge_loss", "cosine_distance", "add_loss", "get_losses",
     "get_regularization_losses",
     "get_regularization_loss", "get_total_loss",
@@ -148,6 +149,36 @@ def mean_squared_error(labels, predictions, weights=1.0, scope=None,
         labels, predictions = _regression_inputs(labels, predictions)
         losses = squared_difference(predictions, labels)
         return compute_weighted_loss(losses, weights, s, loss_collection, reduction=reduction)
+
+
+def mean_pairwise_squared_error(labels, predictions, weights=1.0, scope=None,
+                                loss_collection=GraphKeys.LOSSES) -> Tensor:
+    """`tf.losses.mean_pairwise_squared_error`: per batch item, the mean over pairs of its
+    elements of ((p_i - p_j) - (l_i - l_j))^2, as 2 * (sum(d^2) / (n - 1) - sum(d)^2 /
+    (n (n - 1))) with d = p - l and n the elements of nonzero weight; times the weights and
+    summed over the batch."""
+    from jitflow.ops.math.compare import maximum
+    _check_args(labels, predictions, "predictions")
+    with name_scope(scope, "mean_pairwise_squared_error", [predictions, labels, weights]) as s:
+        labels, predictions = _regression_inputs(labels, predictions)
+        diffs = subtract(predictions, labels)
+        rank = diffs.shape.ndims
+        if rank is None or rank < 2:
+            raise ValueError(f"mean_pairwise_squared_error: predictions {predictions.name!r} "
+                             f"must be at least 2-D ([batch, ...]), got shape {diffs.shape}")
+        axes = list(range(1, rank))
+        w = cast(convert_to_tensor(weights, name="weights"), diffs.dtype)
+        present = where_v2(equal(w, scalar_like(0, w)), scalar_like(0, w), scalar_like(1, w))
+        n = reduce_sum(broadcast_like(present, diffs * w), axis=axes, keepdims=True)
+        zero = scalar_like(0, n)
+        sum_sq = reduce_sum(diffs * diffs, axis=axes, keepdims=True)
+        term1 = 2.0 * div_no_nan(sum_sq, maximum(n - 1, zero))
+        sum_d = reduce_sum(diffs, axis=axes, keepdims=True)
+        term2 = 2.0 * div_no_nan(sum_d * sum_d, maximum(n * (n - 1), zero))
+        loss = reduce_sum(multiply(term1 - term2, w))
+        mean_loss = where_v2(reduce_sum(n) > 0, loss, scalar_like(0, loss), name=s)
+        add_loss(mean_loss, loss_collection)
+        return mean_loss
 
 
 def log_loss(labels, predictions, weights=1.0, epsilon: float = 1e-7, scope=None,

@@ -29,6 +29,10 @@ from jitflow.train.monitored_session import (ChiefSessionCreator, CheckpointSave
                                              SessionRunValues, SingularMonitoredSession,
                                              StopAtStepHook)
 from jitflow.train.moving_averages import ExponentialMovingAverage
+from jitflow.train.extra import (CheckpointSaverListener, ClusterSpec, FeedFnHook,
+                                 ProximalAdagradOptimizer, ProximalGradientDescentOptimizer,
+                                 SessionCreator, StepCounterHook, VocabInfo,
+                                 checkpoints_iterator, get_checkpoint_mtimes, remove_checkpoint)
 from jitflow.train.optimizer import Optimizer
 from jitflow.train.rmsprop import RMSPropOptimizer
 from jitflow.train import sparse_apply as _sparse_apply  # noqa: F401  (registers its ops)
@@ -66,6 +70,9 @@ __all__ = [
     "limit_epochs", "match_filenames_once", "range_input_producer", "shuffle_batch",
     "shuffle_batch_join", "slice_input_producer", "string_input_producer",
     "summary_iterator", "SaverDef", *_EXAMPLE_MESSAGES,
+    "CheckpointSaverListener", "ClusterSpec", "FeedFnHook", "ProximalAdagradOptimizer",
+    "ProximalGradientDescentOptimizer", "SessionCreator", "StepCounterHook", "VocabInfo",
+    "checkpoints_iterator", "get_checkpoint_mtimes", "remove_checkpoint",
 ]
 
 
