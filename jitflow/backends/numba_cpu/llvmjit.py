@@ -289,7 +289,7 @@ def _wrapper_source(lk: LoopKernel, lg: LLVMKernel, lits: list, poison: bool) ->
     return "\n".join(L) + "\n"
 
 
-_CACHE: dict = {}   # Prepared.same + (level,) -> callable (identical kernels share it)
+_CACHE: dict = {}   # Prepared.same + (level, native) -> callable (identical kernels share it)
 _ADDRESSES: dict = {}   # (symbol, level) -> address: machine code already in an engine
 _CFN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
 _NAME = "jitflow_kernel"
@@ -325,7 +325,7 @@ class Prepared:
 
     def build(self, level: str):
         """The callable `fn(ins, vs) -> tuple` at `level`. Identical kernels share it."""
-        key = self.same + (level,)
+        key = self.same + (level, config.get("JITFLOW_NATIVE_ENTRY"))
         fn = _CACHE.get(key)
         if fn is not None:
             STATS["shared"] += 1

@@ -397,7 +397,16 @@ def _scalar_ir(addr: dict, name: str) -> str:
             f.blk("pyf")
             v = f.at("double", "%o", FLOAT_VAL)
             if llty == "float":
-                v = f.op(f"fptrunc double {v} to float")
+                # a finite value that overflows: numpy warns, so the caller's slow path it is
+                d, v = v, f.op(f"fptrunc double {v} to float")
+                inf = "0x7FF0000000000000"
+                fin = f.op(f"fcmp one double {f.op(f'call double @llvm.fabs.f64(double {d})')}, "
+                           f"{inf}")
+                back = f.op(f"call double @llvm.fabs.f64(double "
+                            f"{f.op(f'fpext float {v} to double')})")
+                big = f.op(f"fcmp oeq double {back}, {inf}")
+                f.br(f.op(f"and i1 {fin}, {big}"), "no", "fok")
+                f.blk("fok")
             f.e(f"store {llty} {v}, ptr %slot")
             f.e("ret i32 1")
             f.blk("n2")
@@ -810,7 +819,7 @@ done:
 
 def _entry_ir(addr: dict) -> str:
     decls = "".join(f"declare {{i64, i1}} @llvm.s{k}.with.overflow.i64(i64, i64)\n"
-                    for k in ("mul", "add", "sub"))
+                    for k in ("mul", "add", "sub")) + "declare double @llvm.fabs.f64(double)\n"
     parts = [decls, _arr_ir(addr)] + [_scalar_ir(addr, n) for n in _DTYPES] + [_body_ir(addr)]
     for name, mode in (("jf_call", 0), ("jf_try", 1)):
         parts.append(f"define ptr @{name}(ptr %self, ptr noalias %args, i64 %nargs) nounwind {{\n"
@@ -856,8 +865,11 @@ class _Runtime:
         pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=2))
         pb.getModulePassManager().run(mod, pb)
         ee = llvm.create_mcjit_compiler(mod, tm)
+        # kept for the process, also when this runtime is refused: llvmlite disposing an
+        # engine drops its modules, and with them the last reference to their own context,
+        # before the engine itself (a use after free)
+        _ENGINES.append((ee, tm, ctx))
         ee.finalize_object()
-        self.engine = (ee, tm, ctx)     # kept: the code lives as long as the engine
         self.ir = text
         self.functions = {n: ee.get_function_address(n)
                           for n in ["jf_call", "jf_try", "jf_selftest"]
@@ -904,6 +916,7 @@ class _Runtime:
 
 _RUNTIME: list = []
 _RT_LOCK = threading.Lock()
+_ENGINES: list = []   # every engine compiled here (see _Runtime._compile)
 
 
 def _runtime() -> _Runtime:
