@@ -9,7 +9,7 @@ __version__ = "0.1.0"
 from jitflow import dtypes, errors  # noqa: E402,F401
 from jitflow.core.dtypes import (  # noqa: E402,F401
     DType, as_dtype, bool, double, float16, float32, float64, half, int8, int16, int32, int64,
-    string, uint8,
+    string, uint8, uint16,
 )
 from jitflow.core.graph import (  # noqa: E402,F401
     Graph, GraphKeys, Operation, Tensor, control_dependencies, convert_to_tensor,
@@ -19,6 +19,7 @@ from jitflow.core.shapes import Dimension, TensorShape  # noqa: E402,F401
 from jitflow import ops as _ops  # noqa: E402,F401
 from jitflow.ops import *  # noqa: E402,F401,F403
 from jitflow.core.session import InteractiveSession, Session, get_default_session  # noqa: E402,F401
+from jitflow.core.config import PROTO_NAMES as _CONFIG_PROTOS  # noqa: E402
 from jitflow import nn, math, losses, random, linalg, initializers  # noqa: E402,F401
 from jitflow import compat  # noqa: E402,F401
 from jitflow.core.gradients import (  # noqa: E402,F401
@@ -77,24 +78,6 @@ def device(name):
     return get_default_graph().device(name)
 
 
-class ConfigProto:
-    """Accepted for compatibility; options that matter to jitflow are Session arguments."""
-
-    def __init__(self, **kwargs) -> None:
-        self.__dict__.update(kwargs)
-
-
-class GPUOptions(ConfigProto):
-    pass
-
-
-class RunOptions(ConfigProto):
-    pass
-
-
-class RunMetadata(ConfigProto):
-    pass
-
 from jitflow.serialize import import_graph_def  # noqa: E402,F401
 from jitflow import export  # noqa: E402,F401  (a module you can call: export(sess, ...))
 from jitflow.export import load  # noqa: E402,F401
@@ -104,17 +87,30 @@ from jitflow import gfile, graph_util, io, saved_model  # noqa: E402,F401
 from jitflow.serialize.tensor_util import make_ndarray, make_tensor_proto  # noqa: E402,F401
 
 python_io = io
-# TensorFlow's message classes (jitflow's declarations); protobuf is imported on first use
+from jitflow import version  # noqa: E402
+from jitflow.version import (  # noqa: E402,F401
+    GRAPH_DEF_VERSION, GRAPH_DEF_VERSION_MIN_CONSUMER, GRAPH_DEF_VERSION_MIN_PRODUCER, VERSION,
+)
+# TensorFlow's message classes (jitflow's declarations, the session's configuration among them:
+# see jitflow/core/config.py); protobuf is imported on first use
 _PROTO_NAMES = ("GraphDef", "NodeDef", "AttrValue", "NameAttrList", "TensorProto",
                 "TensorShapeProto", "VersionDef", "OpDef", "MetaGraphDef", "SignatureDef",
                 "TensorInfo", "CollectionDef", "SaverDef", "Summary", "SummaryMetadata",
-                "HistogramProto", "Event", "SessionLog", "LogMessage")
+                "HistogramProto", "Event", "SessionLog", "LogMessage", *_CONFIG_PROTOS)
 
 
 def __getattr__(name: str):
     if name in _PROTO_NAMES:
         from jitflow.serialize import protos
         return getattr(protos, name)
+    if name == "contrib":   # loaded on first use: `import jitflow` stays fast
+        import importlib
+        return importlib.import_module("jitflow.contrib")
+    if name in ("GIT_VERSION", "COMPILER_VERSION"):
+        return getattr(version, name)
+    if name in ("client", "python"):   # timelines (`tf.python.client.timeline`), on first use
+        import importlib
+        return importlib.import_module("jitflow." + name)
     raise AttributeError(f"module 'jitflow' has no attribute {name!r}")
 
 from jitflow import data, image, nest, queue, sparse, strings  # noqa: E402,F401

@@ -19,7 +19,7 @@ __all__ = ["main", "cache_dir"]
 
 # What the kernel cache holds: generated modules and what Numba and Python cache beside them.
 _CACHE_SUFFIXES = (".py", ".pyc", ".nbi", ".nbc", ".json", ".lock", ".tmp", ".so")
-_CACHE_DIRS = ("__pycache__",)
+_CACHE_DIRS = ("__pycache__", "objects")
 
 
 def cache_dir() -> str:
@@ -38,12 +38,15 @@ def _human(n: int) -> str:
 
 
 def _entries(root: str) -> dict:
-    """{entry key: [paths]}: a generated module and every cache file derived from it."""
+    """{entry key: [paths]}: a generated module and every cache file derived from it (Numba's,
+    in __pycache__), or a kernel's machine code (`objects/<key>`, the default mode's)."""
     groups: dict = {}
     for folder, dirs, files in os.walk(root):
         dirs.sort()
+        rel = os.path.relpath(folder, root)
+        prefix = "" if rel in (".", "__pycache__") else rel + "/"
         for f in sorted(files):
-            key = f.split(".", 1)[0] or f
+            key = prefix + (f.split(".", 1)[0] or f)
             groups.setdefault(key, []).append(os.path.join(folder, f))
     return groups
 

@@ -8,6 +8,7 @@ import sys
 import llvmlite
 import numba
 import numpy as np
+import pytest
 
 import jitflow
 
@@ -73,19 +74,26 @@ def test_inspect_missing_folder_is_an_error(tmp_path):
     assert proc.returncode == 1 and "manifest.json" in proc.stderr
 
 
-def test_cache_lists_what_a_real_run_compiled(tmp_path):
+@pytest.mark.parametrize("mode", ["sync", "numba"])
+def test_cache_lists_what_a_real_run_compiled(tmp_path, mode):
+    """One kernel: its machine code (the default LLVM path), or its module with Numba's
+    cache files beside it (JITFLOW_COMPILE=numba)."""
     script = ("import numpy as np, jitflow as tf\n"
               "x = tf.placeholder(tf.float32, [None], name='x')\n"
               "with tf.Session(backend='numba') as s:\n"
               "    print(s.run(x * 2.0 + 1.0, {x: np.ones(3, np.float32)}))\n")
-    env = dict(os.environ, JITFLOW_CACHE_DIR=str(tmp_path))
+    env = dict(os.environ, JITFLOW_CACHE_DIR=str(tmp_path), JITFLOW_COMPILE=mode)
     proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     lines = cli("cache", cache=tmp_path).stdout.splitlines()
     entries = lines[1:-1]
-    assert len(entries) == 1 and entries[0].startswith("jf_")
-    assert int(entries[0].split()[1]) >= 2  # the module and Numba's cache files beside it
+    assert len(entries) == 1, entries
+    if mode == "numba":
+        assert entries[0].startswith("jf_")
+        assert int(entries[0].split()[1]) >= 2  # the module and Numba's cache files beside it
+    else:
+        assert entries[0].startswith("objects/") and int(entries[0].split()[1]) == 1
     assert lines[-1].startswith("1 entry,")
     assert "removed" in cli("cache", "clear", cache=tmp_path).stdout
     assert list(tmp_path.iterdir()) == []

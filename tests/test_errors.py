@@ -72,15 +72,21 @@ def test_bad_fetches_and_feed_keys_are_type_errors(backend):
                 sess.run(c, {key: 1.0})
 
 
-def test_another_graphs_tensor_is_a_type_error(backend):
+def test_another_graphs_tensor(backend):
+    # TF1: fetching it is a plain ValueError, feeding it a TypeError
     g = tf.Graph()
     with g.as_default():
         other = tf.constant(1.0)
     with tf.Session() as sess:
-        with pytest.raises(TypeError, match="not an element of this graph"):
+        with pytest.raises(ValueError, match="not an element of this graph") as info:
             sess.run(other)
-        with pytest.raises(TypeError):
+        assert type(info.value) is ValueError
+        with pytest.raises(ValueError, match="not an element of this graph") as info:
+            sess.run([other.op])
+        assert type(info.value) is ValueError
+        with pytest.raises(TypeError) as info:
             sess.run(tf.constant(2.0), {other: 1.0})
+        assert type(info.value) is TypeError
 
 
 def test_closed_session_and_finalized_graph_are_runtime_errors(backend):

@@ -87,7 +87,7 @@ def test_module_is_readable_and_imports_only_numpy_and_numba(tmp_path):
                if line.startswith(("import ", "from "))}
     # llvmlite is Numba's own dependency: numpy and numba still suffice
     assert imports <= {"math", "numba", "numpy", "llvmlite", "ctypes", "hashlib", "io", "json",
-                       "linecache", "os", "tempfile"}
+                       "linecache", "os", "sys", "tempfile", "threading", "types"}
     assert "@numba.njit(cache=False" in src and "@numba.njit(cache=True" not in src
     assert "# MatMul" in src and "# Tanh" in src
     assert "import sys; sys.path.insert(0" in src and "infer.load()" in src
@@ -674,3 +674,192 @@ def test_a_cnn_exports_with_its_window_op_helpers_and_runs_without_jitflow(tmp_p
                          str(tmp_path / "out.npy"))
     assert proc.returncode == 0, proc.stderr
     np.testing.assert_allclose(np.load(tmp_path / "out.npy"), want, rtol=1e-6)
+
+
+# -- one loader: jitflow/export/loader.py, imported by jitflow and copied into every module ------
+def _loader_code() -> str:
+    """loader.py's text less its module docstring, read from the file itself."""
+    import ast
+
+    from jitflow.export import loader
+    with open(loader.__file__, encoding="utf-8") as f:
+        text = f.read()
+    doc = ast.parse(text).body[0]
+    assert isinstance(doc, ast.Expr) and isinstance(doc.value.value, str)
+    return "".join(text.splitlines(True)[doc.end_lineno:]).strip("\n") + "\n"
+
+
+def test_jitflow_load_runs_the_imported_loader_module(exported, tmp_path):
+    """The loader's functions are the module jitflow.export.loader (code from loader.py), not
+    a string run with exec: what a tampered folder raises is jitflow.export.ExportError,
+    raised from loader.py."""
+    from jitflow.export import loader
+    assert tf.load is loader.load and tf.export.ExportError is loader.ExportError
+    for fn in (tf.export.read_manifest, tf.export.verify, tf.export.check_names,
+               tf.export.load_files, tf.load):
+        assert fn.__code__.co_filename == loader.__file__, fn
+    f = tf.load(exported)
+    assert type(f) is loader.ExportedFunction
+    files = {n: open(os.path.join(exported, n), "rb").read() for n in os.listdir(exported)}
+    assert isinstance(tf.export.load_files(files), loader.ExportedFunction)
+    _truncate(os.path.join(exported, "state.npz"))
+    with pytest.raises(ExportError) as info:
+        tf.load(exported)
+    assert type(info.value) is tf.export.ExportError
+    assert os.path.samefile(info.traceback[-1].path, loader.__file__)
+    files["state.npz"] = files["state.npz"][:-1]
+    with pytest.raises(tf.export.ExportError, match=r"state\.npz: sha256 mismatch") as info:
+        tf.export.load_files(files, label="<cut>")
+    assert os.path.samefile(info.traceback[-1].path, loader.__file__)
+    with pytest.raises(TypeError, match="needs the path of an export folder"):
+        tf.load()
+
+
+def test_the_exported_module_carries_loader_py_verbatim(exported):
+    with open(os.path.join(exported, "step.py"), encoding="utf-8") as f:
+        text = f.read()
+    head, marker, copy = text.partition("\n# ---- loader (a copy of jitflow/export/loader.py")
+    assert marker, "no loader marker in the exported module"
+    copy = copy.split("\n", 1)[1]             # the rest of the marker line
+    assert copy == _loader_code()
+    assert tf.export.LOADER_SOURCE == copy
+    assert "class ExportError" not in head and text.count("class ExportedFunction") == 1
+    assert "ENTRY = kernel" in head and "SIGNATURE_ID = " in head
+
+
+def test_loader_py_keeps_the_rules_for_being_copied_into_modules():
+    """Stdlib and numpy only, imports aliased with an underscore, no __future__ import (it is
+    appended mid-module) and no __all__ (it would replace the module's)."""
+    import ast
+
+    from jitflow.export import loader
+    with open(loader.__file__, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            raise AssertionError(f"line {node.lineno}: from-import ({node.module}) in loader.py")
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                top = a.name.split(".")[0]
+                assert top in sys.stdlib_module_names or top == "numpy", a.name
+                assert a.asname and a.asname.startswith("_"), a.name
+    assigned = {t.id for node in tree.body if isinstance(node, ast.Assign)
+                for t in node.targets if isinstance(t, ast.Name)}
+    assert "__all__" not in assigned
+
+
+def test_kernels_defining_a_loader_name_are_refused():
+    from jitflow.export.assemble import module_source
+    program = {"source": "import numpy as np\n\n\ndef verify(x):\n    return x\n",
+               "entry": "verify"}
+    manifest = {"module": "m.py", "name": "m", "feeds": [], "outputs": [], "updates": [],
+                "signature_id": "0" * 16}
+    with pytest.raises(NotImplementedError, match=r"\['verify'\].*loader defines too"):
+        module_source(program, manifest)
+    program["source"] = program["source"].replace("verify", "kernel")
+    program["entry"] = "kernel"
+    assert module_source(program, manifest).count("def kernel(x)") == 1
+
+
+_BYTES_SCRIPT = r'''
+import json
+import numpy as np
+import step
+f = step.load()
+d = np.load(sys.argv[1])
+losses = [float(f(d["x"], d["y"])[0]) for _ in range(2)]
+files = {n: open(n, "rb").read() for n in ("step.py", "state.npz", "manifest.json")}
+g = step.load_files(files, label="<bytes>")
+clean = step.verify(".")
+with open("state.npz", "ab") as fh:
+    fh.write(b"!")
+try:
+    step.load()
+    err = None
+except step.ExportError as e:
+    err = str(e)
+print(json.dumps({"losses": losses, "bytes": float(g(d["x"], d["y"])[0]), "clean": clean,
+                  "err": err, "jitflow": [m for m in sys.modules if m.startswith("jitflow")]}))
+'''
+
+
+def test_exported_folder_runs_where_importing_jitflow_fails(exported, tmp_path):
+    """The folder in a process where `import jitflow` finds a package that fails (and leaves a
+    mark): its loader never reaches for jitflow, for folders or bytes or integrity errors."""
+    poison = tmp_path / "poison" / "jitflow"
+    poison.mkdir(parents=True)
+    mark = tmp_path / "jitflow-imported"
+    (poison / "__init__.py").write_text(f"open({str(mark)!r}, 'w').close()\n"
+                                        "raise ImportError('an export imported jitflow')\n")
+    xs, ys = _data()
+    np.savez(tmp_path / "data.npz", x=xs, y=ys)
+    keep = [p for p in sys.path if p and os.path.abspath(p) not in (REPO,
+                                                                    os.path.join(REPO, "tests"))]
+    prelude = (f"import sys; sys.path[:] = {[exported, str(poison.parent)] + keep!r}\n"
+               "try:\n    import jitflow\nexcept ImportError as e:\n"
+               "    assert 'an export imported jitflow' in str(e)\n"
+               "else:\n    raise AssertionError('the poisoned jitflow imported')\n"
+               f"import os; os.unlink({str(mark)!r})  # the mark of this import\n")
+    proc = subprocess.run([sys.executable, "-I", "-S", "-c", prelude + _BYTES_SCRIPT,
+                           str(tmp_path / "data.npz")],
+                          capture_output=True, text=True, timeout=300, cwd=exported)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    want = _expected_losses()
+    np.testing.assert_allclose(out["losses"], want, rtol=1e-5)
+    assert out["bytes"] == pytest.approx(want[0], rel=1e-5)   # load_files: the state as exported
+    assert out["clean"] == [] and out["jitflow"] == []
+    assert "state.npz: sha256 mismatch" in out["err"]
+    assert not mark.exists()
+
+
+# -- format 1 across versions: folders written before and after the loader became a module ----
+# tests/data/export_v1_step: `_training_graph` exported as "step" by jitflow at eefa8a9, whose
+# modules carry the loader as a string (LOADER_SOURCE); the format version is the same (1)
+V1 = os.path.join(REPO, "tests", "data", "export_v1_step")
+
+
+def _old_loader() -> dict:
+    """The loader jitflow at eefa8a9 ran (its LOADER_SOURCE, as that module carries it)."""
+    with open(os.path.join(V1, "step.py"), encoding="utf-8") as f:
+        text = f.read()
+    at = text.index("# ---- loader (written by jitflow.export; needs only numpy and numba)")
+    ns: dict = {"__name__": "old_loader", "__file__": "<old loader>"}
+    exec(compile(text[at:], "<jitflow 0.1 loader>", "exec"), ns)  # noqa: S102
+    return ns
+
+
+def test_a_folder_written_by_the_string_loader_still_loads(tmp_path):
+    import shutil
+    folder = shutil.copytree(V1, tmp_path / "old")
+    assert read_manifest(folder)["format_version"] == tf.export.FORMAT_VERSION
+    assert tf.export.verify(folder) == []
+    f = tf.load(folder)
+    xs, ys = _data()
+    want = _expected_losses(3)
+    np.testing.assert_allclose([float(f(xs, ys)[0]) for _ in range(2)], want[:2], rtol=1e-5)
+    f.save_state()
+    np.testing.assert_allclose(float(tf.load(folder)(xs, ys)[0]), want[2], rtol=1e-5)
+    files = {n: open(os.path.join(V1, n), "rb").read() for n in os.listdir(V1)}
+    assert float(tf.export.load_files(files)(xs, ys)[0]) == pytest.approx(want[0], rel=1e-5)
+
+
+def test_a_folder_written_now_loads_through_the_string_loader(exported, tmp_path):
+    old = _old_loader()
+    xs, ys = _data()
+    want = _expected_losses()
+    # what jitflow.load at eefa8a9 did with its loader: check, compile, take SIGNATURE_ID and
+    # ENTRY from the module, build its ExportedFunction
+    manifest = old["read_manifest"](exported)
+    blobs = old["read_verified"](exported, manifest)
+    ns: dict = {"__name__": "checked"}
+    exec(old["compile_verified"](blobs["step.py"], manifest["files"]["step.py"]), ns)  # noqa: S102
+    assert ns["SIGNATURE_ID"] == manifest["signature_id"]
+    f = old["ExportedFunction"](exported, manifest, ns["ENTRY"], blobs["state.npz"])
+    np.testing.assert_allclose([float(f(xs, ys)[0]) for _ in range(2)], want, rtol=1e-5)
+    # the load() of a module written then, as if it sat in this folder: it runs the new
+    # module's code (compiled from checked bytes) and calls its open_verified
+    old["__file__"] = os.path.join(exported, "step.py")
+    g = old["load"]()
+    assert type(g).__module__ == "old_loader_checked"      # the class of the new module's copy
+    assert float(g(xs, ys)[0]) == pytest.approx(want[0], rel=1e-5)

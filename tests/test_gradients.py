@@ -45,9 +45,9 @@ def _grad_params():
             yield pytest.param(ex, spec, id=f"{d.type}-{ex.id or i}")
 
 
-# examples after an op's first: on the compiled backend their gradients run on tier 1 (compiled
-# in milliseconds), the first example of each op on the Numba kernels (each Numba compile
-# costs the suite ~0.5 s; the registry and the fuzzer check Numba against the interpreter)
+# examples after an op's first: on the compiled backend their gradients run on the quick code
+# (compiled in milliseconds), the first example of each op on the optimized code (the registry
+# tests and the fuzzer check every mode, Numba included, against the interpreter)
 _LATER: set = set()
 
 
@@ -60,7 +60,7 @@ def _float_outputs(out) -> list:
 def test_gradient_matches_finite_differences(ex, dtype, backend, monkeypatch):
     """d sum(out * W) / d x from tf.gradients equals central differences (float64)."""
     if backend == "numba" and id(ex) in _LATER:
-        monkeypatch.setenv("JITFLOW_COMPILE", "tier1")
+        monkeypatch.setenv("JITFLOW_COMPILE", "quick")
     arrays = example_inputs(ex, dtype, seed=1)
     phs, out = build_example(ex, arrays)
     outs = _float_outputs(out)

@@ -234,7 +234,8 @@ def test_operation_attributes(backend):
     assert (op.name, op.type) == ("c", "Add")
     assert list(op.inputs) == [a, b] and list(op.outputs) == [c]
     assert op.graph is tf.get_default_graph() and op.control_inputs == []
-    assert op.node_def["input"] == ["a:0", "b:0"]
+    # TF1's NodeDef message: inputs name output 0 by its op
+    assert op.node_def.name == "c" and list(op.node_def.input) == ["a", "b"]
     assert a.op.get_attr("dtype") == tf.float32
     with pytest.raises(ValueError):
         a.op.get_attr("nope")

@@ -257,9 +257,9 @@ def test_session_on_an_explicit_graph(backend):
     b = tf.constant(4)
     with tf.Session(graph=g) as sess:
         assert sess.run(a) == 3
-        with pytest.raises(TypeError):
+        with pytest.raises(ValueError):   # TF1: a fetch of another graph is a ValueError,
             sess.run(b)
-        with pytest.raises(TypeError):
+        with pytest.raises(TypeError):    # a feed key of another graph a TypeError
             sess.run(a, {b: 1})
 
 

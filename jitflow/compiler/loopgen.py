@@ -59,6 +59,10 @@ def _prod(dims) -> object:
     return ("prod", tuple(dims))
 
 
+#: the name prefixes of the kernel IR's values (lower.py: a<slot>, v<slot>, b<n>, s<n>)
+_IR_PREFIXES = ("a", "b", "s", "v")
+
+
 class _Gen:
     def __init__(self, kernel: ir.Kernel, parallel: bool, libm: bool) -> None:
         self.k = kernel
@@ -77,6 +81,9 @@ class _Gen:
 
     # -- names and blocks -----------------------------------------------------------------------
     def tmp(self, prefix: str = "t") -> str:
+        # a, b, s and v followed by digits name the kernel IR's values (lower.py): a local
+        # named like one would shadow it
+        assert prefix not in _IR_PREFIXES, prefix
         self.n += 1
         return f"{prefix}{self.n}"
 
@@ -586,7 +593,7 @@ class _Gen:
             self.loop(c, mx, var="j")
             fin = Prim("fcmp.olt", [Prim("fabs", [m], dt), Lit(math.inf, dt)], "bool")
             mm = self.let(Prim("select", [fin, m, Lit(0.0, dt)], dt), "mm")
-            ssum = self.var("float64", Lit(0.0, "float64"), "s")
+            ssum = self.var("float64", Lit(0.0, "float64"), "ss")
 
             def sm(j):
                 e = exp(self.let(sc.arith("sub", flat(x, r, j), mm)))
@@ -748,7 +755,7 @@ class _Gen:
             lanes = self.scratch(LANES, accdt, "l")
         chunk_buf = None
         if math_terms and not par:
-            chunk_buf = self.scratch(CHUNK, accdt, "b")
+            chunk_buf = self.scratch(CHUNK, accdt, "cb")
         idx = [Lit(0, "int64")] * rank
 
         def per_output() -> None:
@@ -764,7 +771,7 @@ class _Gen:
                 if split:
                     lanes = self.scratch(LANES, accdt, "l")
                     if math_terms:
-                        chunk_buf = self.scratch(CHUNK, accdt, "b")
+                        chunk_buf = self.scratch(CHUNK, accdt, "cb")
             else:
                 here = opos
             if constant:
@@ -839,7 +846,7 @@ class _Gen:
         def blocks(j0):
             def lane(q):
                 idx[kl] = self.let(Prim("add", [j0, q], "int64"), "j")
-                cur = self.let(Load(lanes, [q], flat=True), "a")
+                cur = self.let(Load(lanes, [q], flat=True), "ln")
                 self.emit(Store(lanes, [q], combine(cur, term(list(idx))), self.op, flat=True))
             self.loop(Lit(LANES, "int64"), lane, var="q")
         self.loop(m, blocks, step=LANES, var=f"j{kl}")
@@ -872,7 +879,7 @@ class _Gen:
             def whole():
                 def group(p):
                     def lane(q):
-                        cur = self.let(Load(lanes, [q], flat=True), "a")
+                        cur = self.let(Load(lanes, [q], flat=True), "ln")
                         t = Load(chunk, [self.let(Prim("add", [p, q], "int64"))], flat=True)
                         self.emit(Store(lanes, [q], sc.arith("add", cur, t), self.op,
                                         flat=True))
@@ -906,7 +913,7 @@ class _Gen:
         def level(j: int) -> None:
             if j == len(live):
                 aidx = [Lit(0, "int64") if k in axes else idx[k] for k in range(rank)]
-                cur = self.let(Load(accb, aidx), "a")
+                cur = self.let(Load(accb, aidx), "ln")
                 val = self.expr(s.expr, list(idx), False)
                 if how in ("max", "min"):
                     better = sc.cmp("gt" if how == "max" else "lt", val, cur)
@@ -931,7 +938,7 @@ class _Gen:
         n_out = self.let(self.size(s.out), "n")
 
         def fin(j):
-            a = self.let(Load(accb, [j], flat=True), "a")
+            a = self.let(Load(accb, [j], flat=True), "ln")
             self.emit(Store(out, [j], finish(a, None), self.op, flat=True))
         self.loop(n_out, fin, var="j")
 

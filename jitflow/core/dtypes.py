@@ -7,7 +7,8 @@ _PYBOOL = type(True)
 
 __all__ = [
     "DType", "as_dtype", "float16", "float32", "float64", "half", "double",
-    "int8", "int16", "int32", "int64", "uint8", "bool", "string", "variant", "as_bytes_array",
+    "int8", "int16", "int32", "int64", "uint8", "uint16", "bool", "string", "variant",
+    "as_bytes_array",
 ]
 
 
@@ -86,6 +87,9 @@ class DType:
     def __repr__(self) -> str:
         return f"tf.{self.name}"
 
+    def __str__(self) -> str:
+        return f"<dtype: '{self.name}'>"
+
     def __reduce__(self):
         return as_dtype, (self.name,)
 
@@ -98,6 +102,7 @@ int16 = DType("int16", np.int16)
 int32 = DType("int32", np.int32)
 int64 = DType("int64", np.int64)
 uint8 = DType("uint8", np.uint8)
+uint16 = DType("uint16", np.uint16)   # 16-bit images (decode_png, encode_png)
 bool_ = DType("bool", np.bool_)
 string = DType("string", object)
 # A host object (a TensorArray's contents, a while loop's kept iterations) in a rank-0 object
@@ -107,14 +112,14 @@ half = float16
 double = float64
 bool = bool_  # noqa: A001  (TF1 exports the name `tf.bool`)
 
-_ALL = [float16, float32, float64, int8, int16, int32, int64, uint8, bool_, string]
+_ALL = [float16, float32, float64, int8, int16, int32, int64, uint8, uint16, bool_, string]
 _BY_NAME = {d.name: d for d in _ALL}
 _BY_NAME.update({"variant": variant, "DT_VARIANT": variant})
 _BY_NAME.update({"float": float32, "double": float64, "half": float16, "int": int32,
                  "long": int64, "bool_": bool_, "str": string,
                  "DT_FLOAT": float32, "DT_DOUBLE": float64, "DT_HALF": float16,
                  "DT_INT8": int8, "DT_INT16": int16, "DT_INT32": int32, "DT_INT64": int64,
-                 "DT_UINT8": uint8, "DT_BOOL": bool_, "DT_STRING": string})
+                 "DT_UINT8": uint8, "DT_UINT16": uint16, "DT_BOOL": bool_, "DT_STRING": string})
 _BY_NP = {d._np: d for d in _ALL if d is not string}
 
 

@@ -319,7 +319,7 @@ def hessians(ys, xs, name: str = "hessians", colocate_gradients_with_ops: bool =
     of that gradient weighted by a one-hot `grad_ys` (no slicing ops needed). Needs x's shape
     fully defined.
     """
-    from jitflow.ops.array import constant
+    from jitflow.ops.sources import constant
     xs_list = _as_list(xs)
     graph = _graph_of([_y_tensor(y) for y in _as_list(ys)] + [_x_tensor(x) for x in xs_list])
     out = []

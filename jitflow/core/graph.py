@@ -18,15 +18,11 @@ from jitflow.core.shapes import TensorShape, as_shape
 
 __all__ = [
     "Graph", "Operation", "Tensor", "GraphKeys", "get_default_graph", "reset_default_graph",
-    "name_scope", "control_dependencies", "convert_to_tensor", "make_op", "GraphElementError",
+    "name_scope", "control_dependencies", "convert_to_tensor", "make_op",
 ]
 
 _VALID_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\\/>-]*$")
 _VALID_SCOPE_NAME = re.compile(r"^[A-Za-z0-9_.\\/>-]*$")
-
-
-class GraphElementError(TypeError, ValueError):
-    """A fetch names nothing in this graph (TF1 raises ValueError, some callers TypeError)."""
 
 
 class GraphKeys:
@@ -50,6 +46,9 @@ class GraphKeys:
     INIT_OP = "init_op"
     LOCAL_INIT_OP = "local_init_op"
     READY_OP = "ready_op"
+    WEIGHTS = "weights"
+    BIASES = "biases"
+    ACTIVATIONS = "activations"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -99,7 +98,11 @@ class Tensor:
         return self
 
     def __repr__(self) -> str:
-        return f'<tf.Tensor "{self.name}" shape={self._shape} dtype={self.dtype.name}>'
+        return f"<tf.Tensor '{self.name}' shape={self._shape} dtype={self.dtype.name}>"
+
+    def __str__(self) -> str:
+        shape = "" if self._shape.ndims is None else f", shape={self._shape}"
+        return f'Tensor("{self.name}"{shape}, dtype={self.dtype.name})'
 
     def __bool__(self):
         raise TypeError("Using a `tf.Tensor` as a Python `bool` is not allowed. Use `if t is not "
@@ -151,11 +154,15 @@ class Operation:
         return ""
 
     @property
-    def node_def(self) -> dict:
-        return {"name": self.name, "op": self.type,
-                "input": [t.name for t in self.inputs]
-                + ["^" + c.name for c in self._control_inputs],
-                "attr": dict(self.attrs)}
+    def node_def(self):
+        """The op as TensorFlow's `NodeDef` message (what a GraphDef holds for it)."""
+        from jitflow.serialize.graph_def import node_def   # TF's formats, a library above
+        return node_def(self)
+
+    def colocation_groups(self) -> list:
+        """The colocation groups of the op (`[b"loc:@name"]`: its own unless it was created
+        colocated with another, as a variable's initializer and read are)."""
+        return list(self.attrs.get("_class") or [b"loc:@" + self.name.encode()])
 
     def get_attr(self, name: str):
         try:
@@ -174,10 +181,11 @@ class Operation:
         return self
 
     def __repr__(self) -> str:
-        return f'<tf.Operation "{self.name}" type={self.type}>'
+        return f"<tf.Operation '{self.name}' type={self.type}>"
 
     def __str__(self) -> str:
-        return self.graph._op_line(self)
+        """The NodeDef in protobuf's text format, as TF1 prints an op."""
+        return str(self.node_def)
 
     # identity hashing, in C: tensors and ops key the session's memo and state dicts
     __hash__ = object.__hash__
@@ -426,11 +434,11 @@ class Graph:
             return op
         if isinstance(obj, Tensor) and allow_tensor:
             if obj.graph is not self:
-                raise GraphElementError(f"Tensor {obj} is not an element of this graph.")
+                raise ValueError(f"Tensor {obj} is not an element of this graph.")
             return obj
         if isinstance(obj, Operation) and allow_operation:
             if obj.graph is not self:
-                raise GraphElementError(f"Operation {obj} is not an element of this graph.")
+                raise ValueError(f"Operation {obj} is not an element of this graph.")
             return obj
         raise TypeError(f"Can not convert a {type(obj).__name__} into a {types}.")
 
@@ -657,7 +665,7 @@ def convert_to_tensor(value, dtype=None, name: Optional[str] = None,
         raise TypeError(f"Can't convert Operation '{value.name}' to Tensor (target dtype="
                         f"{dtype}, name={name!r}, as_ref=False)")
     # a Const op (the ops are a layer above the graph)
-    from jitflow.ops.array import constant
+    from jitflow.ops.sources import constant
     if dtype is None:
         if preferred_dtype is not None:
             try:

@@ -14,10 +14,11 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from jitflow.core import config as _config
 from jitflow.core import graph as _graph
 from jitflow.compiler.plan import build_plan
 from jitflow.core.dtypes import as_bytes_array, string
-from jitflow.core.graph import Graph, GraphElementError, Operation, Tensor, get_default_graph
+from jitflow.core.graph import Graph, Operation, Tensor, get_default_graph
 from jitflow.runtime.state import VariableStore
 from jitflow.core.structure import flatten, flatten_up_to
 from jitflow.runtime import config
@@ -147,16 +148,13 @@ class _FetchMapper:
     def _element(self, graph: Graph, fetch):
         try:
             el = graph.as_graph_element(fetch, allow_tensor=True, allow_operation=True)
-        except GraphElementError as e:
-            raise GraphElementError(f"Fetch argument {fetch!r} cannot be interpreted as a "
-                                    f"Tensor. ({e})") from None
         except TypeError as e:
             raise TypeError(f"Fetch argument {fetch!r} has invalid type {type(fetch)!r}, must "
                             f"be a string or Tensor. ({e})") from None
-        except (ValueError, KeyError) as e:
+        except (ValueError, KeyError) as e:   # another graph's element, a name not in it
             msg = e.args[0] if e.args else str(e)
-            raise GraphElementError(f"Fetch argument {fetch!r} cannot be interpreted as a "
-                                    f"Tensor. ({msg})") from None
+            raise ValueError(f"Fetch argument {fetch!r} cannot be interpreted as a "
+                             f"Tensor. ({msg})") from None
         if isinstance(el, Tensor):
             if el not in self._index:
                 self._index[el] = len(self.tensors)
@@ -333,7 +331,9 @@ class Session:
                  backend: Optional[str] = None) -> None:
         self._graph = graph if graph is not None else get_default_graph()
         self._target = target
-        self._config = config
+        # TF's TypeError for a config that is not a ConfigProto; applies what jitflow honours
+        self._session_config = _config.session_config(config)
+        self._config = self._session_config.proto
         self._closed = False
         self._specs: dict = {}
         self._by_fetches: dict = {}
@@ -342,6 +342,7 @@ class Session:
         # (iterators, queues, readers): passed to every executable
         self._store = VariableStore(self._backend)
         self._default_ctx: list = []
+        self._partial_runs = None
 
     # -- properties -----------------------------------------------------------------------
     @property
@@ -413,9 +414,16 @@ class Session:
 
     # -- running ----------------------------------------------------------------------------
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
-        """Compute `fetches` given `feed_dict`; returns values in the structure of `fetches`."""
+        """Compute `fetches` given `feed_dict`; returns values in the structure of `fetches`.
+
+        `options`: a `tf.RunOptions`; with a trace level above NO_TRACE and a `run_metadata`
+        (a `tf.RunMetadata`), the run records its step statistics there (see
+        jitflow/core/trace.py)."""
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
+        if options is not None or run_metadata is not None:
+            if _config.run_options(options, run_metadata) is not None:
+                return self._run_traced(fetches, feed_dict, run_metadata)
         cls = type(fetches)
         fkey = fetches if cls is Tensor or cls is Operation else _fetch_key(fetches)
         if feed_dict:
@@ -450,6 +458,32 @@ class Session:
             vals = []
         return spec.mapper.build(self._execute(spec, vals))
 
+    def _run_traced(self, fetches, feed_dict, run_metadata):
+        """`run` recording one node statistic per executed op or kernel in `run_metadata`."""
+        from jitflow.core import trace   # only traced runs need it
+        feed_dict = feed_dict or {}
+        if any(type(k) is not Tensor and isinstance(k, tuple) for k in feed_dict):
+            feed_dict = _flat_feeds(feed_dict)
+        if any(hasattr(k, "_feed_parts") for k in feed_dict):
+            feed_dict = _expand_composite_feeds(feed_dict)
+        cls = type(fetches)
+        fkey = fetches if cls is Tensor or cls is Operation else _fetch_key(fetches)
+        key = (fkey, *feed_dict)
+        spec = self._specs.get(key)
+        if spec is None:
+            spec = self._specs[key] = self._make_spec(fetches, feed_dict)
+        vals = [chk(v) for chk, v in zip(spec.checks, feed_dict.values())]
+        recorder = trace.StepRecorder(_config.device_name(self.backend))
+        if spec.plan.ops or spec.plan.fetches:
+            out = trace.run_traced(spec.executable, spec.plan,
+                                   [vals[i] for i in spec.feed_pos], self._store, recorder)
+        else:
+            out = []
+        results = [_as_result(vals[p] if p is not None else v)
+                   for p, v in zip(spec.fetch_pos, out)]
+        recorder.fill(run_metadata)
+        return spec.mapper.build(results)
+
     def _execute(self, spec: _RunSpec, vals: list) -> list:
         if spec.plan.ops or spec.plan.fetches:
             out = spec.executable([vals[i] for i in spec.feed_pos], self._store)
@@ -460,22 +494,31 @@ class Session:
             results.append(_as_result(vals[t_pos] if t_pos is not None else v))
         return results
 
+    def _feed_tensor(self, key) -> Tensor:
+        """The tensor a feed_dict key names (TypeError, as TF1, when it names none)."""
+        if hasattr(key, "_as_graph_element") and not isinstance(key, (Tensor, Operation)):
+            key = key._as_graph_element()
+        try:
+            return self._graph.as_graph_element(key, allow_tensor=True, allow_operation=False)
+        except Exception as e:  # noqa: BLE001  (TF1 turns every failure into TypeError)
+            msg = e.args[0] if e.args else str(e)
+            raise TypeError(f"Cannot interpret feed_dict key as Tensor: {msg}") from None
+
     def _make_spec(self, fetches, feed_dict) -> _RunSpec:
-        graph = self._graph
-        mapper = _FetchMapper(graph, fetches)
+        mapper = _FetchMapper(self._graph, fetches)
         feeds = []
         for k in (feed_dict or {}):
-            if hasattr(k, "_as_graph_element") and not isinstance(k, (Tensor, Operation)):
-                k = k._as_graph_element()
-            try:
-                t = graph.as_graph_element(k, allow_tensor=True, allow_operation=False)
-            except Exception as e:  # noqa: BLE001  (TF1 turns every failure into TypeError)
-                msg = e.args[0] if e.args else str(e)
-                raise TypeError(f"Cannot interpret feed_dict key as Tensor: {msg}") from None
+            t = self._feed_tensor(k)
             if t in feeds:
                 raise ValueError(f"Tensor {t.name} is fed twice in feed_dict")
             feeds.append(t)
-        return _RunSpec(self, mapper, feeds, fetches)
+        spec = _RunSpec(self, mapper, feeds, fetches)
+        if self._session_config.log_device_placement:
+            # TensorFlow's placer prints this for the nodes of each new run signature
+            device = _config.device_name(self.backend)
+            for op in spec.plan.ops:
+                print(f"{op.name}: ({op.type}): {device}", flush=True)
+        return spec
 
     def make_callable(self, fetches, feed_list=None, accept_options: bool = False):
         """A function of the `feed_list` values (positional) returning `fetches`' values."""
@@ -529,7 +572,33 @@ class Session:
         return describe([vals[i] for i in spec.feed_pos], self._store)
 
     def list_devices(self) -> list:
-        return []
+        """The devices this session runs on (`DeviceAttributes`: name, device_type,
+        memory_limit_bytes, incarnation), as TF1's `Session.list_devices`."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        return _config.list_devices(self.backend)
+
+    # -- partial runs ------------------------------------------------------------------------
+    def partial_run_setup(self, fetches, feeds=None) -> str:
+        """Declare the fetches and feeds of a step run over several `partial_run` calls;
+        returns its handle (see jitflow/core/partial_run.py)."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        if self._partial_runs is None:
+            from jitflow.core.partial_run import PartialRuns   # only partial runs need it
+            self._partial_runs = PartialRuns(self)
+        return self._partial_runs.setup(fetches, feeds)
+
+    def partial_run(self, handle: str, fetches, feed_dict=None):
+        """Feed some of the handle's declared feeds and fetch some of its declared fetches;
+        values in the structure of `fetches`."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        if self._partial_runs is None:
+            from jitflow.core.errors import InvalidArgumentError
+            raise InvalidArgumentError(None, None, "Must run 'setup' before performing "
+                                                   "partial runs!")
+        return self._partial_runs.run(handle, fetches, feed_dict)
 
 
 class _DefaultSession:

@@ -275,7 +275,7 @@ class TensorShape:
     def __repr__(self) -> str:
         if self._dims is None:
             return "TensorShape(None)"
-        return f"TensorShape({list(self._dims)!r})"
+        return "TensorShape([" + ", ".join(f"Dimension({d})" for d in self._dims) + "])"
 
     def __str__(self) -> str:
         if self._dims is None:

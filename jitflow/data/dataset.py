@@ -10,10 +10,8 @@ the arrays it yields are handed to the compiled step as inputs.
 from __future__ import annotations
 
 import glob as _glob
-import gzip
 import itertools
 import os
-import zlib
 from typing import Callable, Optional
 
 import numpy as np
@@ -21,11 +19,13 @@ import numpy as np
 from jitflow.core import dtypes as _dtypes
 from jitflow.core import errors
 from jitflow.core import structure as nest
-from jitflow.data.function import Spec, TracedFunction
+from jitflow.data.function import Spec, TracedFunction, spec_like
 from jitflow.core.graph import Tensor, convert_to_tensor, get_default_graph
 from jitflow.core.shapes import TensorShape, as_shape
+from jitflow.serialize import tfrecord
 
-__all__ = ["Dataset", "DatasetV1", "TextLineDataset", "FixedLengthRecordDataset", "Options",
+__all__ = ["Dataset", "DatasetV1", "TextLineDataset", "FixedLengthRecordDataset",
+           "TFRecordDataset", "Options",
            "AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY"]
 
 AUTOTUNE = -1
@@ -141,7 +141,9 @@ class Dataset:
 
     @property
     def output_classes(self):
-        return nest.map_structure(lambda s: Tensor, self._structure)
+        from jitflow.ops.sparse import SparseTensor
+        return nest.map_structure(lambda s: SparseTensor if s.is_sparse else Tensor,
+                                  self._structure)
 
     @property
     def element_spec(self):
@@ -502,21 +504,12 @@ def _filenames(value) -> list:
 
 
 def _open(name: str, compression: str):
-    try:
-        if compression == "GZIP":
-            return gzip.open(name, "rb")
-        f = open(name, "rb")
-    except FileNotFoundError:
-        raise errors.NotFoundError(None, None, f"{name}; No such file or directory") from None
-    if compression == "ZLIB":
-        data = zlib.decompress(f.read())
-        f.close()
-        import io
-        return io.BytesIO(data)
-    return f
+    return tfrecord.open_compressed(name, compression)
 
 
 def _compression(c) -> str:
+    if isinstance(c, Tensor):
+        raise NotImplementedError("compression_type must be a Python string, not a Tensor")
     c = "" if c is None else (c.decode() if isinstance(c, bytes) else str(c))
     if c not in ("", "GZIP", "ZLIB"):
         raise ValueError(f"Unsupported compression_type: {c}")
@@ -570,6 +563,34 @@ class FixedLengthRecordDataset(Dataset):
             body = data[self._header:len(data) - self._footer]
             for i in range(len(body) // self._record):
                 yield (np.array(body[i * self._record:(i + 1) * self._record], dtype=object),)
+
+
+class TFRecordDataset(Dataset):
+    """`tf.data.TFRecordDataset`: the records of TFRecord files (compressed as
+    `compression_type` says: "", "GZIP" or "ZLIB"), as strings, file after file."""
+
+    def __init__(self, filenames, compression_type=None, buffer_size=None,
+                 num_parallel_reads=None, name=None) -> None:
+        if isinstance(filenames, Dataset):
+            raise NotImplementedError("TFRecordDataset: give the file names as a string, a list "
+                                      "or a string tensor (use Dataset.interleave to read "
+                                      "the files of a dataset)")
+        self._files = _string_arg(filenames, "filenames")
+        shape = self._files.shape if isinstance(self._files, Tensor) else \
+            TensorShape(np.shape(self._files))
+        if shape.ndims is not None and shape.ndims > 1:
+            raise ValueError(f"`filenames` must be a scalar or a vector, got shape {shape}")
+        self._compression = _compression(compression_type)
+        self._structure = Spec(_dtypes.string, [])
+
+    def _own_inputs(self) -> list:
+        return [self._files]
+
+    def _gen(self, run):
+        for name in _filenames(run.get(self._files)):
+            with _open(name, self._compression) as f:
+                for _, data in tfrecord.iter_records(f, name):
+                    yield (np.array(data, dtype=object),)
 
 
 def _string_arg(value, name: str):
@@ -717,8 +738,9 @@ class _Batch(_Unary):
         self._size = _scalar_arg(batch_size, _dtypes.int64, "batch_size")
         self._drop = bool(drop_remainder)
         self._structure = nest.map_structure(
-            lambda s: Spec(s.dtype, _batch_shape(s, self._size, self._drop)),
+            lambda s: spec_like(s, s.dtype, _batch_shape(s, self._size, self._drop)),
             input_dataset._structure)
+        self._sparse = [s.is_sparse for s in _specs_of(input_dataset._structure)]
 
     def _own_inputs(self) -> list:
         return [self._size]
@@ -738,6 +760,9 @@ class _Batch(_Unary):
         for rows in self._rows(run):
             out = []
             for c in range(len(rows[0])):
+                if self._sparse[c]:
+                    out.append(_batch_sparse([r[c] for r in rows], c))
+                    continue
                 first = np.shape(rows[0][c])
                 for j, r in enumerate(rows):
                     if np.shape(r[c]) != first:
@@ -749,9 +774,36 @@ class _Batch(_Unary):
             yield tuple(out)
 
 
+def _batch_sparse(values: list, c: int):
+    """SparseTensorValues stacked along a new first axis (dense shape: the largest of each
+    dimension), as TensorFlow batches sparse components."""
+    from jitflow.ops.sparse import SparseTensorValue
+    ranks = {len(np.asarray(v.dense_shape)) for v in values}
+    if len(ranks) != 1:
+        raise _invalid(f"Cannot batch sparse tensors of different ranks in component {c}: "
+                       f"{sorted(ranks)}")
+    rank = ranks.pop()
+    shapes = np.array([np.asarray(v.dense_shape, np.int64) for v in values])
+    idx = [np.hstack([np.full((len(v.values), 1), i, np.int64),
+                      np.asarray(v.indices, np.int64).reshape(len(v.values), rank)])
+           for i, v in enumerate(values)]
+    vals = np.concatenate([np.asarray(v.values) for v in values])
+    dense = np.concatenate([[len(values)], shapes.max(axis=0) if len(shapes) else []])
+    return SparseTensorValue(np.concatenate(idx).astype(np.int64), vals,
+                             dense.astype(np.int64))
+
+
+def _no_sparse(structure, what: str) -> None:
+    if any(s.is_sparse for s in _specs_of(structure)):
+        raise NotImplementedError(f"{what}: datasets with SparseTensor components are not "
+                                  f"supported (map, filter, batch, shuffle, repeat and the "
+                                  f"like are)")
+
+
 class _PaddedBatch(_Batch):
     def __init__(self, input_dataset, batch_size, padded_shapes, padding_values,
                  drop_remainder) -> None:
+        _no_sparse(input_dataset._structure, "padded_batch")
         super().__init__(input_dataset, batch_size, drop_remainder)
         in_specs = _specs_of(input_dataset._structure)
         if padded_shapes is None:
@@ -810,6 +862,7 @@ class _PaddedBatch(_Batch):
 
 class _Unbatch(_Unary):
     def __init__(self, input_dataset) -> None:
+        _no_sparse(input_dataset._structure, "unbatch")
         super().__init__(input_dataset)
         specs = _specs_of(input_dataset._structure)
         for s in specs:
@@ -1020,12 +1073,12 @@ class _Concatenate(Dataset):
         except (TypeError, ValueError):
             raise TypeError(f"Two datasets to concatenate have different types "
                             f"{a.output_types} and {b.output_types}") from None
-        if [s.dtype for s in sa] != [s.dtype for s in sb]:
+        if [(s.dtype, s.is_sparse) for s in sa] != [(s.dtype, s.is_sparse) for s in sb]:
             raise TypeError(f"Two datasets to concatenate have different types "
                             f"{a.output_types} and {b.output_types}")
         self._a, self._b = a, b
         self._structure = nest.pack_sequence_as(
-            a._structure, [Spec(x.dtype, _most_specific(x.shape, y.shape))
+            a._structure, [spec_like(x, x.dtype, _most_specific(x.shape, y.shape))
                            for x, y in zip(sa, sb)])
 
     def _children(self) -> list:

@@ -23,7 +23,7 @@ from jitflow.core import dtypes as _dtypes
 from jitflow.core import errors
 from jitflow.core import structure as nest
 from jitflow.data.dataset import Dataset, _Run
-from jitflow.data.function import Spec
+from jitflow.data.function import SparseSpec, Spec
 from jitflow.core.graph import Tensor, convert_to_tensor, get_default_graph, make_op, name_scope
 from jitflow.ops.registry import register
 from jitflow.core.shapes import TensorShape, as_shape
@@ -122,6 +122,16 @@ def _get_next_infer(op):
     return list(zip(op.attrs["output_types"], op.attrs["output_shapes"]))
 
 
+def _wire(element, sparse: list) -> list:
+    """An element's components as the op's outputs (a SparseTensorValue: its three arrays)."""
+    if not sparse or not any(sparse):
+        return list(element)
+    out: list = []
+    for v, sp in zip(element, sparse):
+        out.extend((v.indices, v.values, v.dense_shape) if sp else (v,))
+    return out
+
+
 def _get_next_ref(op, handle, ctx):
     key = _key(handle.item() if isinstance(handle, np.ndarray) else handle)
     state = ctx.store.resources.get(key)
@@ -130,7 +140,7 @@ def _get_next_ref(op, handle, ctx):
             None, op, "GetNext() failed because the iterator has not been initialized. Ensure "
                       "that you have run the initializer operation for this iterator before "
                       f"getting the next element.\n\t [[node {op.name} (IteratorGetNext)]]")
-    element = state.next(op)
+    element = _wire(state.next(op), op.attrs.get("sparse_components"))
     out = []
     for i, (v, t) in enumerate(zip(element, op.outputs)):
         arr = np.asarray(v)
@@ -161,13 +171,17 @@ register("IteratorFromStringHandleV2", infer=lambda op: _HANDLE,
 
 
 # -- the Iterator object --------------------------------------------------------------------------
-def _flat_specs(output_types, output_shapes) -> list:
+def _flat_specs(output_types, output_shapes, output_classes=None) -> list:
     types = nest.flatten(output_types)
     if output_shapes is None:
         shapes = [TensorShape(None)] * len(types)
     else:
         shapes = [as_shape(s) for s in nest.flatten_up_to(output_types, output_shapes)]
-    return [Spec(t, s) for t, s in zip(types, shapes)]
+    sparse = [False] * len(types)
+    if output_classes is not None:
+        from jitflow.ops.sparse import SparseTensor
+        sparse = [c is SparseTensor for c in nest.flatten_up_to(output_types, output_classes)]
+    return [(SparseSpec if sp else Spec)(t, s) for t, s, sp in zip(types, shapes, sparse)]
 
 
 def _shape_of_structure(output_types, output_shapes):
@@ -186,7 +200,7 @@ class Iterator:
         self._initializer = initializer
         self._types = nest.map_structure(_dtypes.as_dtype, output_types)
         self._shapes = _shape_of_structure(self._types, output_shapes)
-        self._specs = _flat_specs(self._types, self._shapes)
+        self._specs = _flat_specs(self._types, self._shapes, output_classes)
 
     @staticmethod
     def from_structure(output_types, output_shapes=None, shared_name: Optional[str] = None,
@@ -225,7 +239,9 @@ class Iterator:
 
     @property
     def output_classes(self):
-        return nest.map_structure(lambda _: Tensor, self._types)
+        from jitflow.ops.sparse import SparseTensor
+        return nest.pack_sequence_as(self._types, [SparseTensor if s.is_sparse else Tensor
+                                                   for s in self._specs])
 
     @property
     def element_spec(self):
@@ -242,16 +258,36 @@ class Iterator:
     def get_next(self, name: Optional[str] = None):
         """The next element's tensors, in the dataset's structure; running them past the end
         raises OutOfRangeError."""
-        attrs = {"output_types": [s.dtype for s in self._specs],
-                 "output_shapes": [s.shape for s in self._specs]}
+        attrs = _wire_attrs(self._specs)
         op = make_op("IteratorGetNext", [self._iterator_resource], attrs,
                      name=name or "IteratorGetNext")
-        return nest.pack_sequence_as(self._types, list(op.outputs))
+        outs, leaves = list(op.outputs), []
+        for s in self._specs:
+            if s.is_sparse:
+                from jitflow.ops.sparse import SparseTensor
+                leaves.append(SparseTensor(*outs[:3]))
+                outs = outs[3:]
+            else:
+                leaves.append(outs.pop(0))
+        return nest.pack_sequence_as(self._types, leaves)
 
     def string_handle(self, name: Optional[str] = None) -> Tensor:
         """This iterator's handle as a string tensor (for `from_string_handle`)."""
         return make_op("IteratorToStringHandle", [self._iterator_resource],
                        name=name or "IteratorToStringHandle").outputs[0]
+
+
+def _wire_attrs(specs) -> dict:
+    """IteratorGetNext's attrs: a dtype and shape per output (three for a sparse component)."""
+    types, shapes = [], []
+    for s in specs:
+        for d, sh in (s.parts() if s.is_sparse else [(s.dtype, s.shape)]):
+            types.append(d)
+            shapes.append(sh)
+    attrs = {"output_types": types, "output_shapes": shapes}
+    if any(s.is_sparse for s in specs):
+        attrs["sparse_components"] = [s.is_sparse for s in specs]
+    return attrs
 
 
 def _structure_attrs(output_types, output_shapes) -> dict:
@@ -266,7 +302,7 @@ def _check_compatible(it: Iterator, ds: Dataset) -> None:
         raise TypeError(f"Expected output types {it._types} but got dataset with output types "
                         f"{ds.output_types}.") from None
     mine, theirs = it._specs, nest.flatten(ds._structure)
-    if [s.dtype for s in mine] != [s.dtype for s in theirs]:
+    if [(s.dtype, s.is_sparse) for s in mine] != [(s.dtype, s.is_sparse) for s in theirs]:
         raise TypeError(f"Expected output types {it._types} but got dataset with output types "
                         f"{ds.output_types}.")
     if not all(a.shape.is_compatible_with(b.shape) for a, b in zip(mine, theirs)):
@@ -285,8 +321,7 @@ def make_initializable_iterator(dataset: Dataset, shared_name: Optional[str] = N
 def make_one_shot_iterator(dataset: Dataset) -> Iterator:
     """`tf.data.make_one_shot_iterator`: an iterator that starts on its first `get_next`."""
     specs = nest.flatten(dataset._structure)
-    attrs = {"dataset": _register_dataset(dataset), "output_types": [s.dtype for s in specs],
-             "output_shapes": [s.shape for s in specs]}
+    attrs = {"dataset": _register_dataset(dataset), **_wire_attrs(specs)}
     g = dataset._graph
     with g.as_default(), g.control_dependencies(None):
         res = make_op("OneShotIterator", dataset._inputs(), attrs, name="OneShotIterator",

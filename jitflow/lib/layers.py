@@ -15,9 +15,10 @@ import numpy as np
 
 from jitflow.core import dtypes as _dtypes
 from jitflow.core.graph import GraphKeys, Tensor, convert_to_tensor, get_default_graph, name_scope
-from jitflow.ops import array as _array
-from jitflow.ops import math as _math
-from jitflow.ops import nn as _nn
+from jitflow.ops import _array_args, join as _join, shape_ops as _shape_ops
+from jitflow.ops.identity import identity as _identity
+from jitflow.ops.math import casting as _casting, common as _common, compare as _compare
+from jitflow.ops.nn import basic as _basic, conv as _conv, pool as _pool
 from jitflow.ops.compat_extra import InputSpec  # noqa: F401  (tf.layers.InputSpec)
 from jitflow.ops.control_flow import cond
 from jitflow.ops.init_ops import ones_initializer, zeros_initializer
@@ -62,7 +63,7 @@ def _is_python_bool(v) -> Optional[bool]:
     if isinstance(v, (bool, np.bool_)):
         return bool(v)
     if isinstance(v, Tensor):
-        s = _array.get_static_value(v)
+        s = _array_args.get_static_value(v)
         return None if s is None else bool(s)
     if hasattr(v, "_to_tensor"):
         return None
@@ -190,14 +191,14 @@ class Dense(Layer):
 
     def call(self, inputs):
         if self.dtype is None and inputs.dtype != self.kernel.dtype:
-            inputs = _math.cast(inputs, self.kernel.dtype)
+            inputs = _casting.cast(inputs, self.kernel.dtype)
         rank = inputs.shape.ndims
         if rank is not None and rank > 2:
             out = tensordot(inputs, self.kernel, [[rank - 1], [0]])
         else:
             out = matmul(inputs, self.kernel)
         if self.bias is not None:
-            out = _nn.bias_add(out, self.bias)
+            out = _basic.bias_add(out, self.bias)
         out = _activate(self.activation, out)
         if self.activity_regularizer is not None:
             loss = self.activity_regularizer(out)
@@ -264,10 +265,10 @@ class Conv2D(Layer):
         self.built = True
 
     def call(self, inputs):
-        out = _nn.conv2d(inputs, self.kernel, strides=[1, *self.strides, 1],
-                         padding=self.padding, dilations=[1, *self.dilation_rate, 1])
+        out = _conv.conv2d(inputs, self.kernel, strides=[1, *self.strides, 1],
+                           padding=self.padding, dilations=[1, *self.dilation_rate, 1])
         if self.bias is not None:
-            out = _nn.bias_add(out, self.bias)
+            out = _basic.bias_add(out, self.bias)
         return _activate(self.activation, out)
 
 
@@ -297,13 +298,13 @@ class Conv1D(Conv2D):
             self.kernel_size = full
 
     def call(self, inputs):
-        x = _array.expand_dims(inputs, 1)
-        kernel = _array.expand_dims(self.kernel, 0)
-        out = _nn.conv2d(x, kernel, strides=[1, *self.strides, 1], padding=self.padding,
-                         dilations=[1, *self.dilation_rate, 1])
-        out = _array.squeeze(out, [1])
+        x = _shape_ops.expand_dims(inputs, 1)
+        kernel = _shape_ops.expand_dims(self.kernel, 0)
+        out = _conv.conv2d(x, kernel, strides=[1, *self.strides, 1], padding=self.padding,
+                           dilations=[1, *self.dilation_rate, 1])
+        out = _shape_ops.squeeze(out, [1])
         if self.bias is not None:
-            out = _nn.bias_add(out, self.bias)
+            out = _basic.bias_add(out, self.bias)
         return _activate(self.activation, out)
 
 
@@ -337,14 +338,14 @@ class MaxPooling2D(_Pooling2D):
     """`tf.layers.MaxPooling2D`."""
 
     _base_name = "max_pooling2d"
-    _op = staticmethod(_nn.max_pool)
+    _op = staticmethod(_pool.max_pool)
 
 
 class AveragePooling2D(_Pooling2D):
     """`tf.layers.AveragePooling2D`."""
 
     _base_name = "average_pooling2d"
-    _op = staticmethod(_nn.avg_pool)
+    _op = staticmethod(_pool.avg_pool)
 
 
 class _Pooling1D(_Pooling2D):
@@ -355,21 +356,21 @@ class _Pooling1D(_Pooling2D):
                          padding, data_format, name=name, **kwargs)
 
     def call(self, inputs):
-        return _array.squeeze(super().call(_array.expand_dims(inputs, 1)), [1])
+        return _shape_ops.squeeze(super().call(_shape_ops.expand_dims(inputs, 1)), [1])
 
 
 class MaxPooling1D(_Pooling1D):
     """`tf.layers.MaxPooling1D`: over [batch, width, channels]."""
 
     _base_name = "max_pooling1d"
-    _op = staticmethod(_nn.max_pool)
+    _op = staticmethod(_pool.max_pool)
 
 
 class AveragePooling1D(_Pooling1D):
     """`tf.layers.AveragePooling1D`: over [batch, width, channels]."""
 
     _base_name = "average_pooling1d"
-    _op = staticmethod(_nn.avg_pool)
+    _op = staticmethod(_pool.avg_pool)
 
 
 class Flatten(Layer):
@@ -385,11 +386,11 @@ class Flatten(Layer):
     def call(self, inputs):
         dims = inputs.shape.as_list() if inputs.shape.ndims is not None else None
         if dims is not None and all(d is not None for d in dims[1:]):
-            return _array.reshape(inputs, [-1, int(np.prod(dims[1:], dtype=np.int64))])
+            return _shape_ops.reshape(inputs, [-1, int(np.prod(dims[1:], dtype=np.int64))])
         if dims is not None and dims[0] is not None:
-            return _array.reshape(inputs, [dims[0], -1])
-        batch = _array.shape(inputs)[0]
-        return _array.reshape(inputs, _array.stack([batch, -1]))
+            return _shape_ops.reshape(inputs, [dims[0], -1])
+        batch = _shape_ops.shape(inputs)[0]
+        return _shape_ops.reshape(inputs, _join.stack([batch, -1]))
 
 
 class Dropout(Layer):
@@ -406,11 +407,11 @@ class Dropout(Layer):
 
     def call(self, inputs, training=False):
         def drop():
-            return _nn.dropout(inputs, noise_shape=self.noise_shape, seed=self.seed,
-                               rate=self.rate)
+            return _basic.dropout(inputs, noise_shape=self.noise_shape, seed=self.seed,
+                                  rate=self.rate)
 
         def keep():
-            return _array.identity(inputs)
+            return _identity(inputs)
         known = _is_python_bool(training)
         if known is not None:
             return drop() if known else keep()
@@ -490,7 +491,7 @@ class BatchNormalization(Layer):
         dims = [1] * self._rank
         for a, d in zip(self._axes, t.shape.as_list()):
             dims[a] = d
-        return _array.reshape(t, dims)
+        return _shape_ops.reshape(t, dims)
 
     def call(self, inputs, training=False):
         reduce_axes = [a for a in range(self._rank) if a not in self._axes]
@@ -498,11 +499,11 @@ class BatchNormalization(Layer):
         b = self._broadcast
 
         def normalize(mean, var):
-            return _nn.batch_normalization(inputs, b(mean), b(var), b(self.beta), b(self.gamma),
-                                           self.epsilon)
+            return _basic.batch_normalization(inputs, b(mean), b(var), b(self.beta), b(self.gamma),
+                                              self.epsilon)
         if known is False:
             return normalize(self.moving_mean, self.moving_variance)
-        mean, var = _nn.moments(inputs, reduce_axes)
+        mean, var = _basic.moments(inputs, reduce_axes)
         if known is None:
             flag = convert_to_tensor(training, dtype=_dtypes.bool_)
             out = cond(flag, lambda: normalize(mean, var),
@@ -511,12 +512,12 @@ class BatchNormalization(Layer):
             out = normalize(mean, var)
         update_var = var
         if self._fused:
-            n = _math.cast(_array.size(inputs) // _array.size(mean), inputs.dtype)
-            update_var = var * n / _math.maximum(n - _math.scalar_like(1, var),
-                                                 _math.scalar_like(1, var))
-        decay = _math.scalar_like(1.0 - self.momentum, mean)
+            n = _casting.cast(_shape_ops.size(inputs) // _shape_ops.size(mean), inputs.dtype)
+            update_var = var * n / _compare.maximum(n - _common.scalar_like(1, var),
+                                                    _common.scalar_like(1, var))
+        decay = _common.scalar_like(1.0 - self.momentum, mean)
         if known is None:
-            decay = _math.where_v2(flag, decay, _math.scalar_like(0, mean))
+            decay = _compare.where_v2(flag, decay, _common.scalar_like(0, mean))
         with name_scope("AssignMovingAvg"):
             upd_mean = assign_sub(self.moving_mean, (self.moving_mean - mean) * decay)
         with name_scope("AssignMovingAvg_1"):
@@ -672,9 +673,9 @@ class Conv2DTranspose(Conv2D):
         return [*self.kernel_size, self.filters, cin]
 
     def call(self, inputs):
-        from jitflow.ops.conv_transpose import conv2d_transpose as _conv_t
+        from jitflow.ops.nn.conv_transpose import conv2d_transpose as _conv_t
         dims = inputs.shape.as_list()
-        dyn = _array.shape(inputs)
+        dyn = _shape_ops.shape(inputs)
         sizes = []
         for i, (k, s, d) in enumerate(zip(self.kernel_size, self.strides, self.dilation_rate)):
             n = _deconv_length(dims[1 + i], k, self.padding, s, d)
@@ -684,13 +685,13 @@ class Conv2DTranspose(Conv2D):
                     n = n + max(k + (k - 1) * (d - 1) - s, 0)
             sizes.append(n)
         batch = dims[0] if dims[0] is not None else dyn[0]
-        out_shape = _array.stack([batch, sizes[0], sizes[1], self.filters])
+        out_shape = _join.stack([batch, sizes[0], sizes[1], self.filters])
         out = _conv_t(inputs, self.kernel, out_shape, strides=[1, *self.strides, 1],
                       padding=self.padding, dilations=[1, *self.dilation_rate, 1])
         out.set_shape([dims[0], *(n if isinstance(n, int) else None for n in sizes),
                        self.filters])
         if self.bias is not None:
-            out = _nn.bias_add(out, self.bias)
+            out = _basic.bias_add(out, self.bias)
         return _activate(self.activation, out)
 
 

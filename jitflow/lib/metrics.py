@@ -13,8 +13,12 @@ import numpy as np
 
 from jitflow.core import dtypes as _dtypes
 from jitflow.core.graph import GraphKeys, Tensor, convert_to_tensor, get_default_graph
-from jitflow.ops import array as _array
-from jitflow.ops import math as _math
+from jitflow.ops import shape_ops as _shape_ops, sources as _sources
+from jitflow.ops.identity import identity as _identity
+from jitflow.ops.math import (
+    arithmetic as _arithmetic, casting as _casting, common as _common, compare as _compare,
+    unary as _unary,
+)
 from jitflow.ops.reduce import reduce_sum
 from jitflow.ops.state import Variable, assign_add
 from jitflow.ops.variable_scope import variable_scope
@@ -30,7 +34,7 @@ METRIC_VARIABLES = "metric_variables"
 
 def _metric_variable(shape, name: str) -> Variable:
     """A float32 zeros variable in LOCAL_VARIABLES and METRIC_VARIABLES (not trainable)."""
-    return Variable(lambda: _array.zeros(shape, _dtypes.float32), trainable=False,
+    return Variable(lambda: _sources.zeros(shape, _dtypes.float32), trainable=False,
                     collections=[GraphKeys.LOCAL_VARIABLES, METRIC_VARIABLES], name=name)
 
 
@@ -42,24 +46,24 @@ def _add_to(collections, value) -> None:
 def _weights_like(weights, values: Tensor) -> Tensor:
     """`weights` (None: ones) as float32, broadcast to the shape of `values`."""
     if weights is None:
-        return _array.ones_like(values)
-    w = _math.cast(convert_to_tensor(weights), _dtypes.float32)
-    return _math.multiply(w, _array.ones_like(values))
+        return _sources.ones_like(values)
+    w = _casting.cast(convert_to_tensor(weights), _dtypes.float32)
+    return _arithmetic.multiply(w, _sources.ones_like(values))
 
 
 def _safe_div(num: Tensor, den: Tensor, name: str) -> Tensor:
-    return _math.div_no_nan(num, den, name=name)
+    return _arithmetic.div_no_nan(num, den, name=name)
 
 
 def mean(values, weights=None, metrics_collections=None, updates_collections=None,
          name: Optional[str] = None):
     """`tf.metrics.mean`: the (weighted) mean of all values seen; (value, update_op)."""
     with variable_scope(name, "mean", (values, weights)):
-        values = _math.cast(convert_to_tensor(values), _dtypes.float32)
+        values = _casting.cast(convert_to_tensor(values), _dtypes.float32)
         total = _metric_variable([], "total")
         count = _metric_variable([], "count")
         if weights is None:
-            num_values = _math.cast(_array.size(values), _dtypes.float32)
+            num_values = _casting.cast(_shape_ops.size(values), _dtypes.float32)
             batch_total = reduce_sum(values)
         else:
             w = _weights_like(weights, values)
@@ -78,7 +82,7 @@ def _labels_predictions(labels, predictions):
     labels = convert_to_tensor(labels)
     predictions = convert_to_tensor(predictions)
     if predictions.dtype != labels.dtype:
-        predictions = _math.cast(predictions, labels.dtype)
+        predictions = _casting.cast(predictions, labels.dtype)
     if not predictions.shape.is_compatible_with(labels.shape):
         raise ValueError(f"Shapes {predictions.shape} and {labels.shape} are incompatible")
     return labels, predictions
@@ -88,7 +92,7 @@ def accuracy(labels, predictions, weights=None, metrics_collections=None,
              updates_collections=None, name: Optional[str] = None):
     """`tf.metrics.accuracy`: how often `predictions` equals `labels`."""
     labels, predictions = _labels_predictions(labels, predictions)
-    is_correct = _math.cast(_math.equal(predictions, labels), _dtypes.float32)
+    is_correct = _casting.cast(_compare.equal(predictions, labels), _dtypes.float32)
     return mean(is_correct, weights, metrics_collections, updates_collections,
                 name or "accuracy")
 
@@ -97,7 +101,7 @@ def mean_squared_error(labels, predictions, weights=None, metrics_collections=No
                        updates_collections=None, name: Optional[str] = None):
     """`tf.metrics.mean_squared_error`: the running mean of (predictions - labels)^2."""
     labels, predictions = _labels_predictions(labels, predictions)
-    sq = _math.squared_difference(predictions, labels)
+    sq = _compare.squared_difference(predictions, labels)
     return mean(sq, weights, metrics_collections, updates_collections,
                 name or "mean_squared_error")
 
@@ -106,7 +110,7 @@ def mean_absolute_error(labels, predictions, weights=None, metrics_collections=N
                         updates_collections=None, name: Optional[str] = None):
     """`tf.metrics.mean_absolute_error`: the running mean of |predictions - labels|."""
     labels, predictions = _labels_predictions(labels, predictions)
-    err = _math.abs(predictions - labels)
+    err = _unary.abs(predictions - labels)
     return mean(err, weights, metrics_collections, updates_collections,
                 name or "mean_absolute_error")
 
@@ -116,8 +120,8 @@ def root_mean_squared_error(labels, predictions, weights=None, metrics_collectio
     """`tf.metrics.root_mean_squared_error`: sqrt of the running mean squared error."""
     mse, update_mse = mean_squared_error(labels, predictions, weights, None, None,
                                          name or "root_mean_squared_error")
-    value = _math.sqrt(mse)
-    update_op = _math.sqrt(update_mse)
+    value = _unary.sqrt(mse)
+    update_op = _unary.sqrt(update_mse)
     _add_to(metrics_collections, value)
     _add_to(updates_collections, update_op)
     return value, update_op
@@ -126,15 +130,15 @@ def root_mean_squared_error(labels, predictions, weights=None, metrics_collectio
 # -- confusion counts -----------------------------------------------------------------------------
 def _as_bool(t) -> Tensor:
     t = convert_to_tensor(t)
-    return t if t.dtype.is_bool else _math.cast(t, _dtypes.bool_)
+    return t if t.dtype.is_bool else _casting.cast(t, _dtypes.bool_)
 
 
 def _count_condition(cond: Tensor, weights, metrics_collections, updates_collections):
     count = _metric_variable([], "count")
-    values = _math.cast(cond, _dtypes.float32)
+    values = _casting.cast(cond, _dtypes.float32)
     if weights is not None:
         values = values * _weights_like(weights, values)
-    value = _array.identity(count)
+    value = _identity(count)
     update_op = assign_add(count, reduce_sum(values))
     _add_to(metrics_collections, value)
     _add_to(updates_collections, update_op)
@@ -149,9 +153,9 @@ def _confusion(kind: str, default: str):
                updates_collections=None, name: Optional[str] = None):
         with variable_scope(name, default, (predictions, labels, weights)):
             lab, pred = _as_bool(labels), _as_bool(predictions)
-            lab = lab if want_label else _math.logical_not(lab)
-            pred = pred if want_pred else _math.logical_not(pred)
-            return _count_condition(_math.logical_and(lab, pred), weights,
+            lab = lab if want_label else _compare.logical_not(lab)
+            pred = pred if want_pred else _compare.logical_not(pred)
+            return _count_condition(_compare.logical_and(lab, pred), weights,
                                     metrics_collections, updates_collections)
     metric.__name__ = default
     metric.__doc__ = f"`tf.metrics.{default}`: the running (weighted) count of {kind}."
@@ -167,8 +171,8 @@ true_negatives = _confusion("tn", "true_negatives")
 def _ratio(a: Tensor, b: Tensor, name: str) -> Tensor:
     """a / (a + b), 0 where a + b is 0 (TF1's precision/recall)."""
     den = a + b
-    return _math.where(_math.greater(den, _math.scalar_like(0, den)), _math.truediv(a, den),
-                       _array.zeros_like(den), name=name)
+    return _compare.where(_compare.greater(den, _common.scalar_like(0, den)),
+                          _arithmetic.truediv(a, den), _sources.zeros_like(den), name=name)
 
 
 def _precision_recall(labels, predictions, weights, metrics_collections, updates_collections,
@@ -215,22 +219,23 @@ def auc(labels, predictions, weights=None, num_thresholds: int = 200, metrics_co
         thresholds = [0.0 - eps] + list(thresholds) + [1.0 + eps]
     n_t = len(thresholds)
     with variable_scope(name, "auc", (labels, predictions, weights)):
-        pred = _array.reshape(_math.cast(convert_to_tensor(predictions), _dtypes.float32),
-                              [1, -1])
-        lab = _array.reshape(_as_bool(labels), [1, -1])
-        thr = _array.constant(np.array(thresholds, np.float32).reshape(n_t, 1))
-        pos = _math.greater(pred, thr)  # [thresholds, examples]
-        lab_t = _math.logical_and(lab, _array.ones_like(pos))
+        pred = _shape_ops.reshape(_casting.cast(convert_to_tensor(predictions), _dtypes.float32),
+                                  [1, -1])
+        lab = _shape_ops.reshape(_as_bool(labels), [1, -1])
+        thr = _sources.constant(np.array(thresholds, np.float32).reshape(n_t, 1))
+        pos = _compare.greater(pred, thr)  # [thresholds, examples]
+        lab_t = _compare.logical_and(lab, _sources.ones_like(pos))
         w = None
         if weights is not None:
-            w = _array.reshape(_math.cast(convert_to_tensor(weights), _dtypes.float32), [1, -1])
+            w = _shape_ops.reshape(_casting.cast(convert_to_tensor(weights), _dtypes.float32),
+                                   [1, -1])
         counts, updates = {}, {}
         for key, lv, pv in (("true_positives", True, True), ("false_negatives", True, False),
                             ("true_negatives", False, False), ("false_positives", False, True)):
             var = _metric_variable([n_t], key)
-            hit = _math.logical_and(lab_t if lv else _math.logical_not(lab_t),
-                                    pos if pv else _math.logical_not(pos))
-            amount = _math.cast(hit, _dtypes.float32)
+            hit = _compare.logical_and(lab_t if lv else _compare.logical_not(lab_t),
+                                       pos if pv else _compare.logical_not(pos))
+            amount = _casting.cast(hit, _dtypes.float32)
             if w is not None:
                 amount = amount * w
             counts[key] = var
@@ -239,17 +244,17 @@ def auc(labels, predictions, weights=None, num_thresholds: int = 200, metrics_co
         def area(c, name_):
             tp, fn = c["true_positives"], c["false_negatives"]
             tn, fp = c["true_negatives"], c["false_positives"]
-            e = _math.scalar_like(eps, tp)
-            rec = _math.truediv(tp + e, tp + fn + e)
+            e = _common.scalar_like(eps, tp)
+            rec = _arithmetic.truediv(tp + e, tp + fn + e)
             if curve == "ROC":
-                x = _math.truediv(fp, fp + tn + e)
+                x = _arithmetic.truediv(fp, fp + tn + e)
                 y = rec
             else:
                 x = rec
-                y = _math.truediv(tp + e, tp + fp + e)
-            half = _math.scalar_like(0.5, tp)
+                y = _arithmetic.truediv(tp + e, tp + fp + e)
+            half = _common.scalar_like(0.5, tp)
             return reduce_sum((x[:n_t - 1] - x[1:]) * (y[:n_t - 1] + y[1:]) * half, name=name_)
-        value = area({k: _array.identity(v) for k, v in counts.items()}, "value")
+        value = area({k: _identity(v) for k, v in counts.items()}, "value")
         update_op = area(updates, "update_op")
     _add_to(metrics_collections, value)
     _add_to(updates_collections, update_op)

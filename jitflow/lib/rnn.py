@@ -17,8 +17,11 @@ from typing import Optional
 
 from jitflow.core import dtypes as _dtypes
 from jitflow.core.graph import Tensor, convert_to_tensor, name_scope
-from jitflow.ops import array as _array
-from jitflow.ops import math as _math
+from jitflow.ops import (
+    join as _join, shape_ops as _shape_ops, sources as _sources, tile_pad as _tile_pad,
+)
+from jitflow.ops.identity import identity as _identity
+from jitflow.ops.math import casting as _casting, compare as _compare
 from jitflow.ops.control_flow import while_loop
 from jitflow.ops.sequence_ops import reverse_sequence
 from jitflow.ops.tensor_array import TensorArray
@@ -39,7 +42,7 @@ def _transpose_batch_time(x: Tensor) -> Tensor:
         raise ValueError(f"The rank of the RNN input {x.name} must be known")
     if r < 2:
         return x
-    return _array.transpose(x, [1, 0] + list(range(2, r)))
+    return _shape_ops.transpose(x, [1, 0] + list(range(2, r)))
 
 
 def _infer_state_dtype(explicit, state):
@@ -66,11 +69,11 @@ def _initial_state(cell, initial_state, batch_size, dtype):
 
 
 def _lengths(sequence_length, what: str) -> Tensor:
-    ln = _math.cast(sequence_length, _dtypes.int32)
+    ln = _casting.cast(sequence_length, _dtypes.int32)
     if ln.shape.ndims not in (None, 1):
         raise ValueError(f"{what}: sequence_length must be a vector of length batch_size, but "
                          f"saw shape: {ln.shape}")
-    return _array.identity(ln, name="sequence_length")
+    return _identity(ln, name="sequence_length")
 
 
 def _select_step(time, lengths, zero_output, state, new_output, new_state):
@@ -78,12 +81,12 @@ def _select_step(time, lengths, zero_output, state, new_output, new_state):
     through); the others take the new values."""
     assert_same_structure(zero_output, new_output)
     assert_same_structure(state, new_state)
-    done = _math.greater_equal(time, lengths)
+    done = _compare.greater_equal(time, lengths)
 
     def pick(old, new):
         if new.shape.ndims == 0:
             return new
-        out = _math.where(done, old, new)
+        out = _compare.where(done, old, new)
         out.set_shape(old.shape)
         return out
     out = map_structure(pick, zero_output, new_output)
@@ -119,7 +122,7 @@ def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=Non
                     raise ValueError(f"Input size (dimension 1 of input {x.name}) must be "
                                      "accessible via shape inference, but saw value None.")
         fixed = first.shape.as_list()[0] if first.shape.ndims else None
-        batch_size = fixed if fixed is not None else _array.shape(first)[0]
+        batch_size = fixed if fixed is not None else _shape_ops.shape(first)[0]
         state = _initial_state(cell, initial_state, batch_size, dtype)
         if sequence_length is not None:
             lengths = _lengths(convert_to_tensor(sequence_length, name="sequence_length"),
@@ -140,7 +143,7 @@ def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=Non
 
 
 def _zeros_output(batch_size, fixed, size, dtype) -> Tensor:
-    z = _array.zeros(concat_shape(batch_size, size), dtype=dtype)
+    z = _sources.zeros(concat_shape(batch_size, size), dtype=dtype)
     z.set_shape(concat_shape(fixed, size, static=True))
     return z
 
@@ -153,8 +156,8 @@ def _reverse_seq(input_seq: list, lengths) -> list:
     columns = []
     for k in range(len(flat_steps[0])):
         seq = [convert_to_tensor(step[k]) for step in flat_steps]
-        rev = _array.unstack(reverse_sequence(_array.stack(seq), lengths, seq_axis=0,
-                                              batch_axis=1))
+        rev = _join.unstack(reverse_sequence(_join.stack(seq), lengths, seq_axis=0,
+                                             batch_axis=1))
         for r, x in zip(rev, seq):
             r.set_shape(x.shape)
         columns.append(rev)
@@ -181,7 +184,7 @@ def static_bidirectional_rnn(cell_fw, cell_bw, inputs, initial_state_fw=None,
             tmp, state_bw = static_rnn(cell_bw, rev, initial_state_bw, dtype,
                                        sequence_length, scope=bw_scope)
     out_bw = _reverse_seq(tmp, sequence_length)
-    outputs = [pack_sequence_as(fw, [_array.concat([a, b], 1) for a, b in
+    outputs = [pack_sequence_as(fw, [_join.concat([a, b], 1) for a, b in
                                      zip(flatten(fw), flatten(bw))])
                for fw, bw in zip(out_fw, out_bw)]
     return outputs, state_fw, state_bw
@@ -227,14 +230,14 @@ def _batch_size(flat: list):
         b = x.shape.as_list()[1]
         if b is not None:
             return b
-    return _array.shape(flat[0])[1]
+    return _shape_ops.shape(flat[0])[1]
 
 
 def _dynamic_rnn_loop(cell, inputs, initial_state, lengths, dtype, parallel_iterations: int):
     state = initial_state
     flat_in = flatten(inputs)
     flat_out_size = flatten(cell.output_size)
-    time_steps = _array.shape(flat_in[0])[0]
+    time_steps = _shape_ops.shape(flat_in[0])[0]
     batch_size = _batch_size(flat_in)
     shapes = []
     for x in flat_in:
@@ -261,10 +264,10 @@ def _dynamic_rnn_loop(cell, inputs, initial_state, lengths, dtype, parallel_iter
     if lengths is not None:
         from jitflow.ops.reduce import reduce_max
         max_len = reduce_max(lengths)
-        loop_bound = _math.minimum(time_steps, _math.maximum(1, max_len))
+        loop_bound = _compare.minimum(time_steps, _compare.maximum(1, max_len))
     else:
         loop_bound = time_steps
-    time = _array.constant(0, dtype=_dtypes.int32, name="time")
+    time = _sources.constant(0, dtype=_dtypes.int32, name="time")
     with name_scope("dynamic_rnn") as base:
         pass
     out_tas = tuple(
@@ -315,7 +318,7 @@ def bidirectional_dynamic_rnn(cell_fw, cell_bw, inputs, sequence_length=None,
         if sequence_length is not None:
             return reverse_sequence(x, sequence_length, seq_axis=time_axis,
                                     batch_axis=batch_axis)
-        return _array.reverse(x, axis=[time_axis])
+        return _tile_pad.reverse(x, axis=[time_axis])
 
     with variable_scope(scope or "bidirectional_rnn"):
         with variable_scope("fw") as fw_scope:

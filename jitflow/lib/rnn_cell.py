@@ -22,9 +22,13 @@ from typing import Callable, Optional
 from jitflow.core import dtypes as _dtypes
 from jitflow.core.graph import Tensor, convert_to_tensor, get_default_graph, name_scope
 from jitflow.lib.layers import Layer
-from jitflow.ops import array as _array
-from jitflow.ops import math as _math
-from jitflow.ops import nn as _nn
+from jitflow.ops import (
+    join as _join, shape_ops as _shape_ops, slicing as _slicing, sources as _sources,
+)
+from jitflow.ops.math import (
+    arithmetic as _arithmetic, casting as _casting, compare as _compare, unary as _unary,
+)
+from jitflow.ops.nn import activations as _activations, basic as _basic
 from jitflow.ops.init_ops import constant_initializer, zeros_initializer
 from jitflow.ops.linalg import matmul
 from jitflow.ops.variable_scope import get_variable, get_variable_scope, variable_scope
@@ -60,7 +64,7 @@ def _dims(size) -> list:
     if isinstance(size, numbers.Integral):
         return [int(size)]
     if isinstance(size, Tensor):
-        from jitflow.ops.array import get_static_value
+        from jitflow.ops._array_args import get_static_value
         v = get_static_value(size)
         if v is None:
             raise ValueError(f"The size {size.name} must be known when the graph is built")
@@ -72,13 +76,13 @@ def concat_shape(prefix, suffix, static: bool = False):
     """[prefix] + suffix dims: a list when `static` (None for unknown), else a tensor when the
     prefix is a tensor."""
     if isinstance(prefix, Tensor):
-        from jitflow.ops.array import get_static_value
+        from jitflow.ops._array_args import get_static_value
         if static:
             v = get_static_value(prefix)
             return [None if v is None else int(v)] + _dims(suffix)
         if prefix.dtype != _dtypes.int32:
-            prefix = _math.cast(prefix, _dtypes.int32)
-        return _array.stack([prefix] + _dims(suffix))
+            prefix = _casting.cast(prefix, _dtypes.int32)
+        return _join.stack([prefix] + _dims(suffix))
     pre = [None if prefix is None else int(prefix)] if not isinstance(prefix, TensorShape) \
         else prefix.as_list()
     return pre + _dims(suffix)
@@ -87,7 +91,7 @@ def concat_shape(prefix, suffix, static: bool = False):
 def zero_state_tensors(state_size, batch_size, dtype):
     """Zeros of shape [batch_size] + s for every leaf s of `state_size`."""
     def zeros(s):
-        z = _array.zeros(concat_shape(batch_size, s), dtype=dtype)
+        z = _sources.zeros(concat_shape(batch_size, s), dtype=dtype)
         z.set_shape(concat_shape(batch_size, s, static=True))
         return z
     return map_structure(zeros, state_size)
@@ -95,12 +99,12 @@ def zero_state_tensors(state_size, batch_size, dtype):
 
 def _activation(activation) -> Callable:
     if not activation:
-        return _math.tanh
+        return _unary.tanh
     if callable(activation):
         return activation
-    table = {"tanh": _math.tanh, "sigmoid": _math.sigmoid, "relu": _nn.relu,
-             "relu6": _nn.relu6, "elu": _nn.elu, "selu": _nn.selu, "softsign": _nn.softsign,
-             "linear": lambda x: x}
+    table = {"tanh": _unary.tanh, "sigmoid": _unary.sigmoid, "relu": _activations.relu,
+             "relu6": _activations.relu6, "elu": _activations.elu, "selu": _activations.selu,
+             "softsign": _activations.softsign, "linear": lambda x: x}
     if activation not in table:
         raise ValueError(f"Unknown activation function: {activation}")
     return table[activation]
@@ -259,7 +263,7 @@ class RNNCell(Layer):
                                  f"Input tensor dtype: {inputs.dtype.name}, dtype: "
                                  f"{_dtypes.as_dtype(dtype).name}")
             static = inputs.shape.as_list()[0] if inputs.shape.ndims else None
-            batch_size = static if static is not None else _array.shape(inputs)[0]
+            batch_size = static if static is not None else _shape_ops.shape(inputs)[0]
             dtype = inputs.dtype
         if batch_size is None or dtype is None:
             raise ValueError(f"batch_size and dtype cannot be None while constructing initial "
@@ -314,7 +318,7 @@ class BasicRNNCell(LayerRNNCell):
 
     def call(self, inputs, state):
         check_float_dtypes([inputs, state])
-        z = _nn.bias_add(matmul(_array.concat([inputs, state], 1), self._kernel), self._bias)
+        z = _basic.bias_add(matmul(_join.concat([inputs, state], 1), self._kernel), self._bias)
         out = self._activation(z)
         return out, out
 
@@ -362,11 +366,11 @@ class GRUCell(LayerRNNCell):
 
     def call(self, inputs, state):
         check_float_dtypes([inputs, state])
-        g = _nn.bias_add(matmul(_array.concat([inputs, state], 1), self._gate_kernel),
-                         self._gate_bias)
-        r, u = _array.split(_math.sigmoid(g), num_or_size_splits=2, axis=1)
-        c = _nn.bias_add(matmul(_array.concat([inputs, r * state], 1), self._candidate_kernel),
-                         self._candidate_bias)
+        g = _basic.bias_add(matmul(_join.concat([inputs, state], 1), self._gate_kernel),
+                            self._gate_bias)
+        r, u = _join.split(_unary.sigmoid(g), num_or_size_splits=2, axis=1)
+        c = _basic.bias_add(matmul(_join.concat([inputs, r * state], 1), self._candidate_kernel),
+                            self._candidate_bias)
         c = self._activation(c)
         new_h = u * state + (1 - u) * c
         return new_h, new_h
@@ -425,15 +429,15 @@ class BasicLSTMCell(LayerRNNCell):
         if self._state_is_tuple:
             c, h = state
         else:
-            c, h = _array.split(state, num_or_size_splits=2, axis=1)
-        z = _nn.bias_add(matmul(_array.concat([inputs, h], 1), self._kernel), self._bias)
-        i, j, f, o = _array.split(z, num_or_size_splits=4, axis=1)
+            c, h = _join.split(state, num_or_size_splits=2, axis=1)
+        z = _basic.bias_add(matmul(_join.concat([inputs, h], 1), self._kernel), self._bias)
+        i, j, f, o = _join.split(z, num_or_size_splits=4, axis=1)
         forget_bias = convert_to_tensor(self._forget_bias, dtype=f.dtype)
-        act, sig = self._activation, _math.sigmoid
+        act, sig = self._activation, _unary.sigmoid
         new_c = c * sig(f + forget_bias) + sig(i) * act(j)
         new_h = act(new_c) * sig(o)
         new_state = LSTMStateTuple(new_c, new_h) if self._state_is_tuple else \
-            _array.concat([new_c, new_h], 1)
+            _join.concat([new_c, new_h], 1)
         return new_h, new_state
 
 
@@ -499,21 +503,21 @@ class LSTMCell(LayerRNNCell):
         if self._state_is_tuple:
             c_prev, m_prev = state
         else:
-            c_prev = _array.slice(state, [0, 0], [-1, n])
-            m_prev = _array.slice(state, [0, n], [-1, m])
+            c_prev = _slicing.slice(state, [0, 0], [-1, n])
+            m_prev = _slicing.slice(state, [0, n], [-1, m])
         if inputs.shape.ndims != 2 or inputs.shape.as_list()[1] is None:
             raise ValueError(f"Could not infer input size from inputs.get_shape()[-1]. "
                              f"Received input shape: {inputs.shape}")
-        z = _nn.bias_add(matmul(_array.concat([inputs, m_prev], 1), self._kernel), self._bias)
-        i, j, f, o = _array.split(z, num_or_size_splits=4, axis=1)
-        sig, act = _math.sigmoid, self._activation
+        z = _basic.bias_add(matmul(_join.concat([inputs, m_prev], 1), self._kernel), self._bias)
+        i, j, f, o = _join.split(z, num_or_size_splits=4, axis=1)
+        sig, act = _unary.sigmoid, self._activation
         if self._use_peepholes:
             c = (sig(f + self._forget_bias + self._w_f_diag * c_prev) * c_prev
                  + sig(i + self._w_i_diag * c_prev) * act(j))
         else:
             c = sig(f + self._forget_bias) * c_prev + sig(i) * act(j)
         if self._cell_clip is not None:
-            c = _math.clip_by_value(c, -self._cell_clip, self._cell_clip)
+            c = _compare.clip_by_value(c, -self._cell_clip, self._cell_clip)
         if self._use_peepholes:
             out = sig(o + self._w_o_diag * c) * act(c)
         else:
@@ -521,9 +525,9 @@ class LSTMCell(LayerRNNCell):
         if self._num_proj is not None:
             out = matmul(out, self._proj_kernel)
             if self._proj_clip is not None:
-                out = _math.clip_by_value(out, -self._proj_clip, self._proj_clip)
+                out = _compare.clip_by_value(out, -self._proj_clip, self._proj_clip)
         new_state = LSTMStateTuple(c, out) if self._state_is_tuple else \
-            _array.concat([c, out], 1)
+            _join.concat([c, out], 1)
         return out, new_state
 
 
@@ -593,12 +597,12 @@ class MultiRNNCell(RNNCell):
                                          f"{len(self.state_size)}, but received: {state}")
                     sub = state[k]
                 else:
-                    sub = _array.slice(state, [0, pos], [-1, cell.state_size])
+                    sub = _slicing.slice(state, [0, pos], [-1, cell.state_size])
                     pos += cell.state_size
                 cur, new = cell(cur, sub)
                 new_states.append(new)
         return cur, (tuple(new_states) if self._state_is_tuple else
-                     _array.concat(new_states, 1))
+                     _join.concat(new_states, 1))
 
 
 # -- wrappers -------------------------------------------------------------------------------------
@@ -689,7 +693,7 @@ class DropoutWrapper(_Wrapper):
                 not callable(dropout_state_filter_visitor):
             raise TypeError("dropout_state_filter_visitor must be callable")
         self._state_filter = dropout_state_filter_visitor or _default_state_filter
-        from jitflow.ops.array import get_static_value
+        from jitflow.ops._array_args import get_static_value
         with name_scope("DropoutWrapperInit"):
             for prob, attr in ((input_keep_prob, "input_keep_prob"),
                                (state_keep_prob, "state_keep_prob"),
@@ -740,9 +744,9 @@ class DropoutWrapper(_Wrapper):
             if not on:
                 out.append(v)
             elif nz is None:
-                out.append(_nn.dropout(v, keep_prob=keep, seed=self._gen_seed(salt, i)))
+                out.append(_basic.dropout(v, keep_prob=keep, seed=self._gen_seed(salt, i)))
             else:
-                r = _math.divide(v, keep) * _math.floor(keep + nz)
+                r = _arithmetic.divide(v, keep) * _unary.floor(keep + nz)
                 r.set_shape(v.shape)
                 out.append(r)
         return pack_sequence_as(values, out)

@@ -250,7 +250,7 @@ def text(name: str, tensor, collections=None) -> Tensor:
 
 
 def _string_const(value) -> Tensor:
-    from jitflow.ops.array import constant
+    from jitflow.ops.sources import constant
     arr = np.array(value, dtype=object)
     flat = [v.encode() if isinstance(v, str) else v for v in arr.reshape(-1)]
     return constant(np.array(flat, dtype=object).reshape(arr.shape), dtype=_dtypes.string)
@@ -387,10 +387,10 @@ class FileWriter:
         self._write(event)
 
     def add_run_metadata(self, run_metadata, tag: str, global_step=None) -> None:
-        """Record a tagged (empty) RunMetadata: jitflow collects no step statistics."""
+        """Record a RunMetadata (a traced run's step statistics) under `tag`, for TensorBoard."""
         event = self._event(global_step)
         event.tagged_run_metadata.tag = tag
-        event.tagged_run_metadata.run_metadata = b""
+        event.tagged_run_metadata.run_metadata = run_metadata.SerializeToString()
         self._write(event)
 
     def flush(self) -> None:

@@ -2,7 +2,8 @@
 
 Each module in this package lists its public functions in `__all__` (the top-level `tf.`
 names) and, where TF1 has them elsewhere too, in `NAMESPACES = {"nn": [...], "math": [...]}`.
-Modules are discovered, so adding a family is adding a file.
+Modules are discovered, subpackages included (`nn/`, `math/`: one module per family), so adding
+a family is adding a file.
 """
 from __future__ import annotations
 
@@ -13,10 +14,19 @@ _EXPORTS: dict[str, dict] = {"": {}}
 
 
 def _load() -> None:
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if info.name.startswith("_") or info.name == "registry":
-            continue
-        mod = importlib.import_module(f"{__name__}.{info.name}")
+    def modules(path, prefix: str):
+        """The op modules under `path` in name order, a subpackage's modules (recursively) in
+        its place; names starting with "_" and the registry are not op modules."""
+        for info in sorted(pkgutil.iter_modules(path), key=lambda m: m.name):
+            if info.name.startswith("_") or info.name == "registry":
+                continue
+            mod = importlib.import_module(f"{prefix}.{info.name}")
+            if info.ispkg:
+                yield from modules(mod.__path__, mod.__name__)
+            else:
+                yield mod
+
+    for mod in modules(__path__, __name__):
         for n in getattr(mod, "__all__", ()):
             _EXPORTS[""][n] = getattr(mod, n)
         for ns, names in getattr(mod, "NAMESPACES", {}).items():

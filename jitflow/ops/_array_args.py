@@ -1,5 +1,21 @@
 """Helpers the array-op families share: shape-like arguments (static attributes or
 run-time tensors), error construction, build-time values (see jitflow/core/fold.py).
+
+The array ops, one module per family:
+
+- `sources.py`    constants, placeholders, fills, ranges, linspace, one_hot, eye;
+- `identity.py`   Identity, IdentityN, NoOp, group, tuple, Print, check_numerics;
+- `shape_ops.py`  Shape, ShapeN, Size, Rank, Reshape, Transpose, ExpandDims, Squeeze;
+- `join.py`       concat, stack, unstack, split;
+- `slicing.py`    slice, strided_slice and `Tensor.__getitem__`, gather, gather_nd, boolean_mask;
+- `tile_pad.py`   tile, pad, reverse, broadcast_to;
+- `scatter.py`    scatter_nd, unsorted_segment_sum;
+- `sequence.py`   sequence_mask, meshgrid, unique, invert_permutation, roll.
+
+Arguments that TF1 takes as tensors (a shape, multiples, begin/size) are stored as attributes
+when their value is known at build time, so shape rules and lowerings see plain ints. Only when
+such an argument is a runtime tensor does it become an extra op input; each rule reads it
+through `_args`, which takes the attribute if set and otherwise the next input.
 """
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from jitflow.core.shapes import Dimension, TensorShape, as_shape, broadcast_stat
 
 __all__ = ["dynamic_partition", "dynamic_stitch", "sort", "argsort", "unique_with_counts",
            "setdiff1d", "repeat", "batch_gather", "parallel_stack", "histogram_fixed_width",
-           "ensure_shape", "saturate_cast", "broadcast_static_shape", "broadcast_dynamic_shape",
+           "ensure_shape", "broadcast_static_shape", "broadcast_dynamic_shape",
            "dimension_value", "dimension_at_index", "scatter_nd_update", "scatter_nd_add",
            "scatter_nd_sub", "scatter_mul", "scatter_div", "scatter_max", "scatter_min",
            "random_gamma", "random_poisson", "guarantee_const", "searchsorted"]
@@ -60,7 +60,8 @@ def _partition_ref(op, data, parts):
 
 
 def _partition_grad(op, *grads):
-    from jitflow.ops.array import reshape, shape, size, range as range_
+    from jitflow.ops.shape_ops import reshape, shape, size
+    from jitflow.ops.sources import range as range_
     data, parts = op.inputs
     idx = reshape(range_(size(parts)), shape(parts))
     pieces = dynamic_partition(idx, parts, op.attrs["num_partitions"])
@@ -70,7 +71,7 @@ def _partition_grad(op, *grads):
 
 
 def _zeros_rows(t: Tensor) -> Tensor:
-    from jitflow.ops.array import zeros_like
+    from jitflow.ops.sources import zeros_like
     return zeros_like(t)
 
 
@@ -103,7 +104,7 @@ def _stitch_ref(op, *args):
 
 
 def _stitch_grad(op, g):
-    from jitflow.ops.array import gather
+    from jitflow.ops.slicing import gather
     n = op.attrs["n"]
     return [None] * n + [gather(g, i) for i in op.inputs[:n]]
 
@@ -140,7 +141,8 @@ def sort(values, axis: int = -1, direction: str = "ASCENDING",
          name: Optional[str] = None) -> Tensor:
     """`tf.sort`: values sorted along `axis` (gathers at `argsort`'s indices, so it has
     gradients)."""
-    from jitflow.ops.array import gather, reshape, shape, transpose
+    from jitflow.ops.shape_ops import reshape, shape, transpose
+    from jitflow.ops.slicing import gather
     with name_scope(name, "sort", [values]):
         x = convert_to_tensor(values, name="values")
         r = x.shape.ndims
@@ -273,7 +275,8 @@ def searchsorted(sorted_sequence, values, side: str = "left", out_type=_dtypes.i
 def repeat(input, repeats, axis=None, name: Optional[str] = None) -> Tensor:  # noqa: A002
     """`tf.repeat`: each element (or slice along `axis`) repeated `repeats` times (a gather
     at static indices)."""
-    from jitflow.ops.array import gather, reshape
+    from jitflow.ops.shape_ops import reshape
+    from jitflow.ops.slicing import gather
     with name_scope(name, "Repeat", [input, repeats]):
         x = convert_to_tensor(input, name="input")
         if isinstance(repeats, Tensor):
@@ -294,14 +297,18 @@ def repeat(input, repeats, axis=None, name: Optional[str] = None) -> Tensor:  # 
 
 def batch_gather(params, indices, name: Optional[str] = None) -> Tensor:
     """`tf.batch_gather`: params[b..., indices[b..., i], ...] (batch dims shared)."""
-    from jitflow.ops.array import expand_dims, gather_nd, range as range_, shape, stack, tile
-    from jitflow.ops.math import cast
+    from jitflow.ops.join import stack
+    from jitflow.ops.shape_ops import expand_dims, shape
+    from jitflow.ops.slicing import gather_nd
+    from jitflow.ops.sources import range as range_
+    from jitflow.ops.tile_pad import tile
+    from jitflow.ops.math.casting import cast
     with name_scope(name, "BatchGather", [params, indices]):
         p = convert_to_tensor(params, name="params")
         i = convert_to_tensor(indices, name="indices")
         if i.shape.ndims != 2:
             if i.shape.ndims == 1:
-                from jitflow.ops.array import gather
+                from jitflow.ops.slicing import gather
                 return gather(p, i)
             raise NotImplementedError("batch_gather supports rank-2 indices")
         b = shape(i)[0]
@@ -313,7 +320,7 @@ def batch_gather(params, indices, name: Optional[str] = None) -> Tensor:
 
 def parallel_stack(values, name: str = "parallel_stack") -> Tensor:
     """`tf.parallel_stack`: the same as `tf.stack` along axis 0."""
-    from jitflow.ops.array import stack
+    from jitflow.ops.join import stack
     return stack(values, 0, name=name)
 
 
@@ -369,26 +376,8 @@ register("EnsureShape", infer=lambda op: [(op.inputs[0].dtype,
 
 def guarantee_const(input, name: Optional[str] = None) -> Tensor:  # noqa: A002
     """`tf.guarantee_const`: the input (a hint TF's runtime uses; nothing to do here)."""
-    from jitflow.ops.array import identity
+    from jitflow.ops.identity import identity
     return identity(input, name=name or "GuaranteeConst")
-
-
-def saturate_cast(value, dtype, name: Optional[str] = None) -> Tensor:
-    """`tf.saturate_cast`: cast with values clipped to the target dtype's range."""
-    from jitflow.ops.math import cast, clip_by_value
-    dtype = _dtypes.as_dtype(dtype)
-    with name_scope(name, "saturate_cast", [value]):
-        x = convert_to_tensor(value, name="value")
-        if dtype.is_integer or (x.dtype.is_floating and dtype.is_floating and
-                                np.dtype(dtype.as_numpy_dtype).itemsize <
-                                np.dtype(x.dtype.as_numpy_dtype).itemsize):
-            lo, hi = float(dtype.min), float(dtype.max)
-            if x.dtype.is_integer:
-                info = np.iinfo(x.dtype.as_numpy_dtype)
-                lo, hi = max(lo, info.min), min(hi, info.max)
-            x = clip_by_value(x, np.asarray(lo).astype(x.dtype.as_numpy_dtype),
-                              np.asarray(hi).astype(x.dtype.as_numpy_dtype))
-        return cast(x, dtype)
 
 
 def broadcast_static_shape(shape_x, shape_y) -> TensorShape:
@@ -549,7 +538,7 @@ register("RandomPoissonV2", infer=_rand_infer, ref=_poisson_ref, needs_ctx=True,
 
 
 def _static_shape(shape) -> list:
-    from jitflow.ops.array import _int_list_arg
+    from jitflow.ops._array_args import _int_list_arg
     static, dyn = _int_list_arg(shape, "shape")
     if dyn is not None:
         raise NotImplementedError("random gamma/poisson: the shape must be static")

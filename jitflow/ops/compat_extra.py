@@ -1,8 +1,6 @@
-"""Small TF1 names classic programs reach for: sparse-dense products and sums, 1-D pooling,
-`uniform_unit_scaling_initializer`, `op_scope`, `NoGradient`/`OpError` aliases,
-`tf.layers.InputSpec`, `tf.train.basic_train_loop`, and the special functions `zeta`,
-`igamma`, `igammac`, `erfinv`, `ndtri`, `xlog1py` (igamma, igammac and zeta have
-gradients with respect to x only, not the order).
+"""Small TF1 names classic programs reach for: sparse-dense products and sums,
+`uniform_unit_scaling_initializer`, `op_scope`, `tf.layers.InputSpec` and
+`tf.train.basic_train_loop`.
 """
 from __future__ import annotations
 
@@ -12,18 +10,15 @@ from typing import Optional
 import numpy as np
 
 from jitflow.core import dtypes as _dtypes
-from jitflow.core.graph import Tensor, convert_to_tensor, make_op, name_scope
-from jitflow.ops.registry import Example, register
+from jitflow.core.graph import Tensor, convert_to_tensor, name_scope
 
 __all__ = ["sparse_tensor_dense_matmul", "sparse_reduce_sum", "uniform_unit_scaling_initializer",
-           "op_scope", "zeta", "igamma", "igammac"]
+           "op_scope"]
 
 NAMESPACES = {
-    "nn": ["max_pool1d", "avg_pool1d"],
     "sparse": [("sparse_dense_matmul", "sparse_tensor_dense_matmul"),
                ("reduce_sum", "sparse_reduce_sum")],
     "initializers": [("uniform_unit_scaling", "uniform_unit_scaling_initializer")],
-    "math": ["zeta", "igamma", "igammac", "erfinv", "ndtri", "xlog1py"],
 }
 
 
@@ -33,9 +28,10 @@ def sparse_tensor_dense_matmul(sp_a, b, adjoint_a: bool = False, adjoint_b: bool
     """`tf.sparse_tensor_dense_matmul`: SparseTensor [m, k] times dense [k, n] (gathers of b's
     rows scaled by the values and summed per output row, so it compiles and differentiates
     in `b` and the values)."""
-    from jitflow.ops.array import expand_dims, gather, transpose
-    from jitflow.ops.math import cast
-    from jitflow.ops.array import unsorted_segment_sum
+    from jitflow.ops.scatter import unsorted_segment_sum
+    from jitflow.ops.shape_ops import expand_dims, transpose
+    from jitflow.ops.slicing import gather
+    from jitflow.ops.math.casting import cast
     with name_scope(name, "SparseTensorDenseMatMul", [sp_a.indices, sp_a.values, b]):
         b = convert_to_tensor(b, name="b")
         if adjoint_b:
@@ -61,29 +57,6 @@ def sparse_reduce_sum(sp_input, axis=None, keepdims=None, reduction_axes=None,
     keep = bool(_legacy(keepdims, keep_dims, "keepdims", "keep_dims"))
     with name_scope(name, "SparseReduceSum", [sp_input.values]):
         return reduce_sum(sparse_tensor_to_dense(sp_input), axis=axis, keepdims=keep)
-
-
-# -- 1-D pooling ----------------------------------------------------------------------------------
-def _pool1d(fn, input, ksize, strides, padding, name):  # noqa: A002
-    from jitflow.ops.array import expand_dims, squeeze
-    k = int(np.reshape(ksize, -1)[-2 if np.size(ksize) == 3 else 0])
-    s = int(np.reshape(strides, -1)[-2 if np.size(strides) == 3 else 0])
-    x = expand_dims(convert_to_tensor(input, name="input"), 1)
-    return squeeze(fn(x, [1, 1, k, 1], [1, 1, s, 1], padding), [1], name=name)
-
-
-def max_pool1d(input, ksize, strides, padding, data_format: str = "NWC",  # noqa: A002
-               name: Optional[str] = None) -> Tensor:
-    """`tf.nn.max_pool1d`: max pooling over [batch, width, channels]."""
-    from jitflow.ops.nn import max_pool
-    return _pool1d(max_pool, input, ksize, strides, padding, name)
-
-
-def avg_pool1d(input, ksize, strides, padding, data_format: str = "NWC",  # noqa: A002
-               name: Optional[str] = None) -> Tensor:
-    """`tf.nn.avg_pool1d`: average pooling over [batch, width, channels]."""
-    from jitflow.ops.nn import avg_pool
-    return _pool1d(avg_pool, input, ksize, strides, padding, name)
 
 
 # -- initializers, scopes, aliases ----------------------------------------------------------------
@@ -128,120 +101,3 @@ def basic_train_loop(supervisor, train_step_fn, args=None, kwargs=None,
     with supervisor.managed_session(master) as sess:
         while not supervisor.should_stop():
             train_step_fn(sess, *(args or ()), **(kwargs or {}))
-
-
-# -- special functions ----------------------------------------------------------------------------
-def _sp():
-    import scipy.special
-    return scipy.special
-
-
-def _binary_infer(op):
-    from jitflow.core.shapes import broadcast_static
-    a, x = op.inputs
-    if a.dtype.name not in ("float32", "float64") or a.dtype != x.dtype:
-        raise TypeError(f"{op.type} needs two float32 or two float64 inputs")
-    return [(x.dtype, broadcast_static(a.shape, x.shape))]
-
-
-def _typed(fn):
-    return lambda op, *xs: np.asarray(fn(*xs)).astype(op.outputs[0].dtype.as_numpy_dtype)
-
-
-def _igamma_grad(sign: float):
-    def grad(op, g):
-        from jitflow.ops.math import exp, log
-        from jitflow.ops.segment import lgamma
-        a, x = op.inputs
-        # d/dx P(a, x) = exp(-x) x^(a-1) / Gamma(a); Q = 1 - P
-        dx = exp(-x + (a - 1.0) * log(x) - lgamma(a))
-        from jitflow.ops.math import unbroadcast
-        return [None, unbroadcast(g * dx * sign, x)]
-    return grad
-
-
-def _zeta_grad(op, g):
-    from jitflow.ops.math import unbroadcast
-    s, q = op.inputs
-    return [None, unbroadcast(-g * s * zeta(s + 1.0, q), q)]
-
-
-register("Igamma", infer=_binary_infer, ref=_typed(lambda a, x: _sp().gammainc(a, x)),
-         grad=_igamma_grad(1.0), kind="other", doc="The regularized lower incomplete gamma.",
-         examples=[Example(lambda a, x: igamma(a + 2.0, x), [(3,), (3,)],
-                           lambda a, x: _sp().gammainc(a + 2, x), domain="positive",
-                           grad=False)])
-register("Igammac", infer=_binary_infer, ref=_typed(lambda a, x: _sp().gammaincc(a, x)),
-         grad=_igamma_grad(-1.0), kind="other", doc="The regularized upper incomplete gamma.",
-         examples=[Example(lambda a, x: igammac(a + 2.0, x), [(3,), (3,)],
-                           lambda a, x: _sp().gammaincc(a + 2, x), domain="positive",
-                           grad=False)])
-register("Zeta", infer=_binary_infer, ref=_typed(lambda s, q: _sp().zeta(s, q)),
-         grad=_zeta_grad, kind="other", doc="The Hurwitz zeta function zeta(x, q).",
-         examples=[Example(lambda s, q: zeta(s + 2.0, q), [(3,), (3,)],
-                           lambda s, q: _sp().zeta(s + 2, q), domain="positive",
-                           grad=False)])
-
-
-def _binary(op_type, a, x, name):
-    from jitflow.ops.math import convert_pair
-    with name_scope(name, op_type, [a, x]) as scope:
-        a, x = convert_pair(a, x)
-        return make_op(op_type, [a, x], name=scope[:-1]).outputs[0]
-
-
-def igamma(a, x, name: Optional[str] = None) -> Tensor:
-    """`tf.igamma`: the regularized lower incomplete gamma function P(a, x)."""
-    return _binary("Igamma", a, x, name)
-
-
-def igammac(a, x, name: Optional[str] = None) -> Tensor:
-    """`tf.igammac`: the regularized upper incomplete gamma function Q(a, x)."""
-    return _binary("Igammac", a, x, name)
-
-
-def zeta(x, q, name: Optional[str] = None) -> Tensor:
-    """`tf.zeta`: the Hurwitz zeta function."""
-    return _binary("Zeta", x, q, name)
-
-
-def _unary_special(op_type: str, fn, dfn, doc: str):
-    def grad(op, g):
-        return [g * dfn(op.inputs[0], op.outputs[0])]
-    register(op_type, infer=lambda op: [(op.inputs[0].dtype, op.inputs[0].shape)],
-             ref=_typed(fn), grad=grad, kind="other", doc=doc)
-
-
-def _erfinv_d(x, y):
-    from jitflow.ops.math import exp, square
-    return (math.sqrt(math.pi) / 2.0) * exp(square(y))
-
-
-def _ndtri_d(x, y):
-    from jitflow.ops.math import exp, square
-    return math.sqrt(2.0 * math.pi) * exp(square(y) / 2.0)
-
-
-_unary_special("Erfinv", lambda x: _sp().erfinv(x), _erfinv_d, "The inverse error function.")
-_unary_special("Ndtri", lambda x: _sp().ndtri(x), _ndtri_d,
-               "The inverse of the standard normal CDF.")
-
-
-def erfinv(x, name: Optional[str] = None) -> Tensor:
-    """`tf.math.erfinv`."""
-    return make_op("Erfinv", [convert_to_tensor(x)], name=name or "Erfinv").outputs[0]
-
-
-def ndtri(x, name: Optional[str] = None) -> Tensor:
-    """`tf.math.ndtri`: the quantile function of the standard normal distribution."""
-    return make_op("Ndtri", [convert_to_tensor(x)], name=name or "Ndtri").outputs[0]
-
-
-def xlog1py(x, y, name: Optional[str] = None) -> Tensor:
-    """`tf.math.xlog1py`: x * log1p(y), and 0 where x is 0."""
-    from jitflow.ops.array import zeros_like
-    from jitflow.ops.math import convert_pair, equal, log1p, scalar_like, where_v2
-    with name_scope(name, "xlog1py", [x, y]):
-        x, y = convert_pair(x, y)
-        v = x * log1p(y)
-        return where_v2(equal(x, scalar_like(0, x)), zeros_like(v), v)

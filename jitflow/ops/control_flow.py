@@ -75,7 +75,7 @@ def _pick_ref(op, p, a, b):
 
 
 def _cond_select_grad(op, g):
-    from jitflow.ops.math import zeros_like_of
+    from jitflow.ops.math.common import zeros_like_of
     p = op.inputs[0]
     zero = zeros_like_of(g)
     return [None, make_op("CondSelect", [p, g, zero], name="CondSelectGrad").outputs[0],
@@ -83,7 +83,7 @@ def _cond_select_grad(op, g):
 
 
 def _cond_pick_grad(op, g):
-    from jitflow.ops.math import zeros_like_of
+    from jitflow.ops.math.common import zeros_like_of
     p, a, b = op.inputs
     return [None, make_op("CondPick", [p, g, zeros_like_of(a)], name="CondPickGrad").outputs[0],
             make_op("CondPick", [p, zeros_like_of(b), g], name="CondPickGrad").outputs[0]]
@@ -375,8 +375,8 @@ def case(pred_fn_pairs, default: Optional[Callable] = None, exclusive: bool = Fa
     with name_scope(name, "case", [p for p, _ in pairs]):
         preds = [convert_to_tensor(p) for p, _ in pairs]
         if exclusive and len(preds) > 1:
-            from jitflow.ops.array import stack
-            from jitflow.ops.math import cast
+            from jitflow.ops.join import stack
+            from jitflow.ops.math.casting import cast
             from jitflow.ops.reduce import reduce_sum
             count = reduce_sum(cast(stack(preds), _dtypes.int32))
             check = Assert(count <= 1, [preds], name="exclusive")
@@ -393,7 +393,7 @@ def _chain(p: Tensor, fn: Callable, rest: Callable, strict: bool) -> Callable:
 
 
 def _identity(t: Tensor) -> Tensor:
-    from jitflow.ops.array import identity
+    from jitflow.ops.identity import identity
     return identity(t)
 
 
@@ -507,7 +507,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
                                  f"loop with shape {_fn.shape_str(t.shape)}, but the specified "
                                  f"shape invariant is {_fn.shape_str(inv)}.")
         if maximum_iterations is not None:
-            from jitflow.ops.math import cast
+            from jitflow.ops.math.casting import cast
             limit = convert_to_tensor(maximum_iterations, name="maximum_iterations")
             if limit.shape.ndims not in (None, 0):
                 raise ValueError(f"maximum_iterations must be a scalar, saw shape: "
@@ -719,19 +719,19 @@ def _elems(elems, what: str) -> tuple:
     known = [d for d in dims if d is not None]
     if len(set(known)) > 1:
         raise ValueError(f"{what}: the first dimension of all elems must be equal, got {dims}")
-    from jitflow.ops.array import shape as _shape
+    from jitflow.ops.shape_ops import shape as _shape
     n_static = known[0] if known else None
     return flat, n_static, _shape(flat[0], out_type=_dtypes.int32)[0]
 
 
 def _unrolled(flat: list, n: int, elems) -> list:
-    from jitflow.ops.array import unstack
+    from jitflow.ops.join import unstack
     columns = [unstack(t, num=n) for t in flat]
     return [pack_sequence_as(elems, [c[i] for c in columns]) for i in range(n)]
 
 
 def _stack_results(results: list):
-    from jitflow.ops.array import stack
+    from jitflow.ops.join import stack
     flat = [[convert_to_tensor(x) for x in flatten(r)] for r in results]
     stacked = [stack([f[i] for f in flat]) for i in range(len(flat[0]))]
     return pack_sequence_as(results[0], stacked)
@@ -926,7 +926,7 @@ register("Assert", infer=_assert_infer, ref=_assert_ref, stateful=True, differen
 
 def _data_tensor(d) -> Tensor:
     if isinstance(d, str):
-        from jitflow.ops.array import constant
+        from jitflow.ops.sources import constant
         return constant(np.array(d.encode(), dtype=object), dtype=_dtypes.string)
     return convert_to_tensor(d)
 
@@ -946,11 +946,12 @@ def Assert(condition, data, summarize: Optional[int] = None,  # noqa: N802
 
 def _binary_assert(np_name: str, default_name: str, op_text: str):
     def fn(x, y, data=None, summarize=None, message=None, name=None) -> Operation:
-        from jitflow.ops import math as m
+        from jitflow.ops.math import compare
+        from jitflow.ops.math.common import convert_pair
         from jitflow.ops.reduce import reduce_all
         with name_scope(name, default_name, [x, y]):
-            x, y = m.convert_pair(x, y)
-            cond_t = reduce_all(getattr(m, np_name)(x, y))
+            x, y = convert_pair(x, y)
+            cond_t = reduce_all(getattr(compare, np_name)(x, y))
             if data is None:
                 data = [message or "", f"Condition x {op_text} y did not hold element-wise:",
                         "x (%s) = " % x.name, x, "y (%s) = " % y.name, y]
@@ -972,13 +973,13 @@ assert_greater_equal = _binary_assert("greater_equal", "assert_greater_equal", "
 
 def _sign_assert(np_name: str, default_name: str, text: str):
     def fn(x, data=None, summarize=None, message=None, name=None) -> Operation:
-        from jitflow.ops import math as m
-        from jitflow.ops.math import scalar_like
+        from jitflow.ops.math import compare
+        from jitflow.ops.math.common import scalar_like
         from jitflow.ops.reduce import reduce_all
         with name_scope(name, default_name, [x]):
             x = convert_to_tensor(x, name="x")
             zero = scalar_like(0, x)
-            cond_t = reduce_all(getattr(m, np_name)(x, zero))
+            cond_t = reduce_all(getattr(compare, np_name)(x, zero))
             if data is None:
                 data = [message or "", f"Condition x {text} did not hold element-wise:",
                         "x (%s) = " % x.name, x]
@@ -1005,5 +1006,5 @@ def assert_rank(x, rank, data=None, summarize=None, message=None, name=None):
     if x.shape.ndims != r:
         raise ValueError(f"{message or ''} Tensor {x.name} must have rank {r}. Received rank "
                          f"{x.shape.ndims}, shape {x.shape}".strip())
-    from jitflow.ops.array import no_op
+    from jitflow.ops.identity import no_op
     return no_op(name=name or "assert_rank")

@@ -80,7 +80,7 @@ class IndexedSlices:
         return TensorShape(None) if d.ndims is None else TensorShape([None] + d.as_list()[1:])
 
     def _to_tensor(self, dtype=None, name=None) -> Tensor:
-        from jitflow.ops.array import unsorted_segment_sum
+        from jitflow.ops.scatter import unsorted_segment_sum
         if self.dense_shape is None:
             raise ValueError("IndexedSlices without dense_shape cannot be made dense")
         if self.dense_shape.op.type != "Const":
@@ -215,7 +215,7 @@ def py_function(func: Callable, inp, Tout, name: Optional[str] = None):  # noqa:
 def tables_initializer(name: str = "init_all_tables") -> Operation:
     """`tf.tables_initializer`: runs the TABLE_INITIALIZERS collection (a no-op without
     lookup tables)."""
-    from jitflow.ops.array import group, no_op
+    from jitflow.ops.identity import group, no_op
     inits = get_default_graph().get_collection(GraphKeys.TABLE_INITIALIZERS)
     return group(*inits, name=name) if inits else no_op(name=name)
 
@@ -246,7 +246,7 @@ def no_regularizer(_) -> None:
 
 # -- the remaining assert_* ----------------------------------------------------------------------
 def _no_op(name):
-    from jitflow.ops.array import no_op
+    from jitflow.ops.identity import no_op
     return no_op(name=name)
 
 
@@ -315,7 +315,9 @@ def assert_near(x, y, rtol=None, atol=None, data=None, summarize=None, message=N
                 name=None):
     """`tf.assert_near`: an Assert op checking |x - y| <= atol + rtol * |y| elementwise."""
     from jitflow.ops.control_flow import Assert
-    from jitflow.ops.math import abs as abs_, convert_pair, less_equal
+    from jitflow.ops.math.common import convert_pair
+    from jitflow.ops.math.compare import less_equal
+    from jitflow.ops.math.unary import abs as abs_
     from jitflow.ops.reduce import reduce_all
     with name_scope(name, "assert_near", [x, y]):
         x, y = convert_pair(x, y)
@@ -343,8 +345,8 @@ def assert_variables_initialized(var_list=None):
     """`tf.assert_variables_initialized`: an op raising FailedPreconditionError when run
     while a variable of `var_list` (default: all) is uninitialized."""
     from jitflow.ops.state import report_uninitialized_variables
-    from jitflow.ops.math import equal
-    from jitflow.ops.array import size
+    from jitflow.ops.math.compare import equal
+    from jitflow.ops.shape_ops import size
     from jitflow.ops.control_flow import Assert
     names = report_uninitialized_variables(var_list)
     return Assert(equal(size(names), 0), ["Uninitialized variables:", names])
@@ -353,7 +355,7 @@ def assert_variables_initialized(var_list=None):
 def add_check_numerics_ops():
     """`tf.add_check_numerics_ops`: a check_numerics op for every float tensor of the
     graph, grouped (running it raises InvalidArgumentError at the first nan or inf)."""
-    from jitflow.ops.array import check_numerics, group
+    from jitflow.ops.identity import check_numerics, group
     g = get_default_graph()
     checks = []
     for op in list(g.get_operations()):

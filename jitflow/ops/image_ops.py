@@ -41,7 +41,7 @@ class ResizeMethod(enum.IntEnum):
 
 def _as_batch(images) -> tuple:
     """(4-D images, whether a batch dimension was added)."""
-    from jitflow.ops.array import expand_dims
+    from jitflow.ops.shape_ops import expand_dims
     x = convert_to_tensor(images, name="images")
     r = x.shape.ndims
     if r is None:
@@ -54,20 +54,20 @@ def _as_batch(images) -> tuple:
 
 
 def _unbatch(x: Tensor, added: bool) -> Tensor:
-    from jitflow.ops.array import squeeze
+    from jitflow.ops.shape_ops import squeeze
     return squeeze(x, [0]) if added else x
 
 
 def _dim(x: Tensor, axis: int):
     """A static dim as an int, else its value as a scalar int32 tensor."""
-    from jitflow.ops.array import shape
+    from jitflow.ops.shape_ops import shape
     d = x.shape.as_tuple()[axis]
     return d if d is not None else shape(x)[axis]
 
 
 def _positions(n_in, n_out: int, align_corners: bool):
     """Source positions (float32) of the `n_out` output pixels along one axis."""
-    from jitflow.ops.math import cast
+    from jitflow.ops.math.casting import cast
     if isinstance(n_in, int):
         if align_corners and n_out > 1:
             scale = (n_in - 1) / (n_out - 1)
@@ -83,13 +83,14 @@ def _positions(n_in, n_out: int, align_corners: bool):
 
 
 def _clamp_index(i, n_in):
-    from jitflow.ops.math import maximum, minimum
+    from jitflow.ops.math.compare import maximum, minimum
     return maximum(minimum(i, n_in - 1), 0)
 
 
 def _nearest_axis(x: Tensor, axis: int, n_out: int, align_corners: bool) -> Tensor:
-    from jitflow.ops.array import gather
-    from jitflow.ops.math import cast, floor, round as round_
+    from jitflow.ops.slicing import gather
+    from jitflow.ops.math.casting import cast
+    from jitflow.ops.math.unary import floor, round as round_
     n_in = _dim(x, axis)
     pos = _positions(n_in, n_out, align_corners)
     idx = cast(round_(pos) if align_corners else floor(pos), _dtypes.int32)
@@ -97,8 +98,10 @@ def _nearest_axis(x: Tensor, axis: int, n_out: int, align_corners: bool) -> Tens
 
 
 def _bilinear_axis(x: Tensor, axis: int, n_out: int, align_corners: bool) -> Tensor:
-    from jitflow.ops.array import gather, reshape
-    from jitflow.ops.math import cast, floor
+    from jitflow.ops.shape_ops import reshape
+    from jitflow.ops.slicing import gather
+    from jitflow.ops.math.casting import cast
+    from jitflow.ops.math.unary import floor
     n_in = _dim(x, axis)
     pos = _positions(n_in, n_out, align_corners)
     lo = floor(pos)
@@ -130,7 +133,7 @@ def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners: boo
     """`tf.image.resize_images` (TF1): images resized to `size` (new_height, new_width).
 
     BILINEAR gives float32, NEAREST_NEIGHBOR keeps the dtype (as TF1's ops)."""
-    from jitflow.ops.math import cast
+    from jitflow.ops.math.casting import cast
     method = ResizeMethod(method if not isinstance(method, str) else
                           {"bilinear": 0, "nearest": 1, "bicubic": 2, "area": 3}[method])
     with name_scope(name, "resize", [images, size]):
@@ -180,7 +183,7 @@ def resize_nearest_neighbor(images, size, align_corners: bool = False,
 
 # -- flips, transposes ----------------------------------------------------------------------------
 def _flip(image, axis_from_end: int, name, default: str) -> Tensor:
-    from jitflow.ops.array import reverse
+    from jitflow.ops.tile_pad import reverse
     with name_scope(name, default, [image]):
         x = convert_to_tensor(image, name="image")
         if x.shape.ndims not in (3, 4):
@@ -199,13 +202,13 @@ def flip_up_down(image, name: Optional[str] = None) -> Tensor:
 
 
 def _random_flip(image, seed, axis_from_end: int, name, default: str) -> Tensor:
-    from jitflow.ops.math import less, where_v2
+    from jitflow.ops.math.compare import less, where_v2
     from jitflow.ops.random import random_uniform
     with name_scope(name, default, [image]):
         x = convert_to_tensor(image, name="image")
         flipped = _flip(x, axis_from_end, None, "flip")
         if x.shape.ndims == 4:  # each image of the batch decides for itself
-            from jitflow.ops.array import reshape, shape
+            from jitflow.ops.shape_ops import reshape, shape
             u = random_uniform(shape(x)[:1], 0, 1.0, seed=seed)
             cond = reshape(less(u, 0.5), [-1, 1, 1, 1])
         else:
@@ -225,7 +228,7 @@ def random_flip_up_down(image, seed=None) -> Tensor:
 
 def transpose_image(image, name: Optional[str] = None) -> Tensor:
     """`tf.image.transpose_image`: swap height and width."""
-    from jitflow.ops.array import transpose as transpose_
+    from jitflow.ops.shape_ops import transpose as transpose_
     with name_scope(name, "transpose", [image]):
         x = convert_to_tensor(image, name="image")
         perm = [1, 0, 2] if x.shape.ndims == 3 else [0, 2, 1, 3]
@@ -261,7 +264,8 @@ def convert_image_dtype(image, dtype, saturate: bool = False,
                         name: Optional[str] = None) -> Tensor:
     """`tf.image.convert_image_dtype`: integer images map to [0, 1] floats (dividing by the
     dtype's max), floats to integers by multiplying by the max (+0.5, truncated)."""
-    from jitflow.ops.math import cast, clip_by_value
+    from jitflow.ops.math.casting import cast
+    from jitflow.ops.math.compare import clip_by_value
     dtype = _dtypes.as_dtype(dtype)
     with name_scope(name, "convert_image", [image]):
         x = convert_to_tensor(image, name="image")
@@ -299,7 +303,7 @@ def adjust_contrast(images, contrast_factor) -> Tensor:
 
 def adjust_gamma(image, gamma=1, gain=1) -> Tensor:
     """`tf.image.adjust_gamma`: gain * x^gamma (x scaled to [0, 1] for integer images)."""
-    from jitflow.ops.math import pow as pow_
+    from jitflow.ops.math.arithmetic import pow as pow_
     with name_scope(None, "adjust_gamma", [image, gamma, gain]):
         x, dt = _to_float(image)
         return _back(pow_(x, gamma) * gain, dt)
@@ -326,9 +330,11 @@ def random_contrast(image, lower, upper, seed=None) -> Tensor:
 
 def per_image_standardization(image) -> Tensor:
     """`tf.image.per_image_standardization`: (x - mean) / max(stddev, 1/sqrt(N)) per image."""
-    from jitflow.ops.math import cast, maximum, rsqrt, sqrt
+    from jitflow.ops.math.casting import cast
+    from jitflow.ops.math.compare import maximum
+    from jitflow.ops.math.unary import rsqrt, sqrt
     from jitflow.ops.reduce import reduce_mean
-    from jitflow.ops.array import size
+    from jitflow.ops.shape_ops import size
     with name_scope(None, "per_image_standardization", [image]):
         x = convert_to_tensor(image, name="image")
         if x.shape.ndims not in (3, 4):
@@ -356,7 +362,7 @@ def rgb_to_grayscale(images, name: Optional[str] = None) -> Tensor:
 
 def grayscale_to_rgb(images, name: Optional[str] = None) -> Tensor:
     """`tf.image.grayscale_to_rgb`: the one channel repeated three times."""
-    from jitflow.ops.array import concat
+    from jitflow.ops.join import concat
     with name_scope(name, "grayscale_to_rgb", [images]):
         x = convert_to_tensor(images, name="images")
         return concat([x, x, x], -1)
@@ -364,7 +370,7 @@ def grayscale_to_rgb(images, name: Optional[str] = None) -> Tensor:
 
 def total_variation(images, name: Optional[str] = None) -> Tensor:
     """`tf.image.total_variation`: the sum of absolute differences of neighbouring pixels."""
-    from jitflow.ops.math import abs as abs_
+    from jitflow.ops.math.unary import abs as abs_
     from jitflow.ops.reduce import reduce_sum
     with name_scope(name, "total_variation", [images]):
         x = convert_to_tensor(images, name="images")
@@ -376,7 +382,7 @@ def total_variation(images, name: Optional[str] = None) -> Tensor:
 
 def image_gradients(image) -> tuple:
     """`tf.image.image_gradients`: (dy, dx), forward differences with a zero last row/column."""
-    from jitflow.ops.array import pad
+    from jitflow.ops.tile_pad import pad
     x = convert_to_tensor(image, name="image")
     if x.shape.ndims != 4:
         raise ValueError("image_gradients expects a 4-D tensor [batch, h, w, d]")
@@ -387,7 +393,8 @@ def image_gradients(image) -> tuple:
 
 def psnr(a, b, max_val, name: Optional[str] = None) -> Tensor:
     """`tf.image.psnr`: 10 log10(max_val^2 / mse) per image."""
-    from jitflow.ops.math import cast, log, square
+    from jitflow.ops.math.casting import cast
+    from jitflow.ops.math.unary import log, square
     from jitflow.ops.reduce import reduce_mean
     with name_scope(name, "PSNR", [a, b]):
         x = cast(convert_to_tensor(a), _dtypes.float32)
@@ -401,7 +408,7 @@ def psnr(a, b, max_val, name: Optional[str] = None) -> Tensor:
 def crop_to_bounding_box(image, offset_height, offset_width, target_height,
                          target_width) -> Tensor:
     """`tf.image.crop_to_bounding_box`: the box with top-left corner at the offsets."""
-    from jitflow.ops.array import slice as slice_
+    from jitflow.ops.slicing import slice as slice_
     with name_scope(None, "crop_to_bounding_box", [image]):
         x, added = _as_batch(image)
         out = slice_(x, [0, offset_height, offset_width, 0],
@@ -413,7 +420,7 @@ def pad_to_bounding_box(image, offset_height, offset_width, target_height,
                         target_width) -> Tensor:
     """`tf.image.pad_to_bounding_box`: zeros around the image, which starts at the
     offsets."""
-    from jitflow.ops.array import pad
+    from jitflow.ops.tile_pad import pad
     with name_scope(None, "pad_to_bounding_box", [image]):
         x, added = _as_batch(image)
         h, w = x.shape.as_tuple()[1:3]
@@ -465,7 +472,9 @@ def central_crop(image, central_fraction: float) -> Tensor:
 def random_crop(value, size, seed=None, name: Optional[str] = None) -> Tensor:
     """`tf.random_crop` / `tf.image.random_crop`: a slice of shape `size` at a uniformly
     random offset (gathers at computed indices, so it compiles)."""
-    from jitflow.ops.array import gather, range as range_, shape
+    from jitflow.ops.shape_ops import shape
+    from jitflow.ops.slicing import gather
+    from jitflow.ops.sources import range as range_
     from jitflow.ops.random import random_uniform
     with name_scope(name, "random_crop", [value, size]):
         x = convert_to_tensor(value, name="value")

@@ -1,5 +1,6 @@
-"""Readers (`tf.TextLineReader`, `tf.WholeFileReader`, `tf.FixedLengthRecordReader`): records
-from files whose names come from a queue (`tf.train.string_input_producer`).
+"""Readers (`tf.TextLineReader`, `tf.WholeFileReader`, `tf.FixedLengthRecordReader`,
+`tf.TFRecordReader`): records from files whose names come from a queue
+(`tf.train.string_input_producer`); and whole files (`tf.read_file`, `tf.write_file`).
 
 `reader.read(filename_queue)` gives (key, value) string scalars: the next record of the current
 file, taking the next file name from the queue (blocking) when the file is done; once the queue
@@ -22,9 +23,10 @@ from jitflow.ops.registry import register
 from jitflow.core.shapes import TensorShape
 
 __all__ = ["ReaderBase", "TextLineReader", "WholeFileReader", "FixedLengthRecordReader",
-           "IdentityReader", "matching_files"]
+           "IdentityReader", "TFRecordReader", "matching_files", "read_file", "write_file"]
 
-NAMESPACES = {"io": ["matching_files", ("match_filenames_once", "_match_filenames_once")]}
+NAMESPACES = {"io": ["matching_files", ("match_filenames_once", "_match_filenames_once"),
+                     "read_file", "write_file"]}
 
 _HANDLE = [(_dtypes.variant, TensorShape([]))]
 _KEY = (_dtypes.string, TensorShape([]))
@@ -52,6 +54,8 @@ class _ReaderState:
         t = self.op_type
         if t == "IdentityReaderV2":
             return iter([(work, work)])
+        if t == "TFRecordReaderV2":
+            return self._records(name)
         try:
             with open(name, "rb") as f:
                 data = f.read()
@@ -67,6 +71,13 @@ class _ReaderState:
             return ((f"{name}:{i}".encode(), body[p:p + size]) for i, p in
                     enumerate(range(0, len(body) - size + 1, hop)))
         return self._lines(name, data)
+
+    def _records(self, name: str):
+        # the framing and its checks live with TensorFlow's file formats (a layer above)
+        from jitflow.serialize import tfrecord
+        with tfrecord.open_compressed(name, self.attrs["compression_type"]) as f:
+            for offset, data in tfrecord.iter_records(f, name):
+                yield f"{name}:{offset}".encode(), data
 
     def _lines(self, name: str, data: bytes):
         skip = self.attrs["skip_header_lines"]
@@ -116,7 +127,7 @@ def _reader_state(op, ctx) -> _ReaderState:
 
 
 for _t in ("TextLineReaderV2", "WholeFileReaderV2", "FixedLengthRecordReaderV2",
-           "IdentityReaderV2"):
+           "IdentityReaderV2", "TFRecordReaderV2"):
     register(_t, infer=lambda op: _HANDLE,
              ref=lambda op, ctx: (_reader_state(op, ctx),
                                   np.array(op.name.encode(), dtype=object))[1],
@@ -272,6 +283,19 @@ class FixedLengthRecordReader(ReaderBase):
                           "hop_bytes": int(hop_bytes or 0)}, name)
 
 
+class TFRecordReader(ReaderBase):
+    """`tf.TFRecordReader`: the records of TFRecord files (key "file:offset"), compressed as
+    `options` says (a `tf.io.TFRecordOptions`, "GZIP", "ZLIB" or None)."""
+
+    _op_type = "TFRecordReaderV2"
+    _default = "TFRecordReaderV2"
+
+    def __init__(self, name: Optional[str] = None, options=None) -> None:
+        # the options' spellings belong to TensorFlow's file formats (a layer above)
+        from jitflow.serialize.tfrecord import compression_string
+        super().__init__({"compression_type": compression_string(options)}, name)
+
+
 # -- matching_files -----------------------------------------------------------------------------
 def _matching_ref(op, pattern):
     pats = [p.decode() if isinstance(p, bytes) else str(p)
@@ -298,3 +322,73 @@ def _match_filenames_once(pattern, name: Optional[str] = None):
     # one implementation, the tf.train one (a library above the ops)
     from jitflow.train.input import match_filenames_once
     return match_filenames_once(pattern, name=name)
+
+
+# -- whole files ---------------------------------------------------------------------------------
+def _file_name(op, value) -> str:
+    v = np.asarray(value, dtype=object)
+    if v.ndim != 0:
+        raise errors.InvalidArgumentError(None, op, f"filename must be a scalar, got shape "
+                                                    f"{list(v.shape)}")
+    v = v.item()
+    return v.decode("utf-8", "surrogateescape") if isinstance(v, bytes) else str(v)
+
+
+def _read_file_ref(op, filename):
+    name = _file_name(op, filename)
+    try:
+        with open(name, "rb") as f:
+            return np.array(f.read(), dtype=object)
+    except FileNotFoundError:
+        raise errors.NotFoundError(None, op, f"{name}; No such file or directory") from None
+    except IsADirectoryError:
+        raise errors.FailedPreconditionError(None, op, f"{name}; Is a directory") from None
+
+
+def _write_file_ref(op, filename, contents):
+    import os
+    name = _file_name(op, filename)
+    c = np.asarray(contents, dtype=object)
+    if c.ndim != 0:
+        raise errors.InvalidArgumentError(None, op, f"contents must be scalar, got shape "
+                                                    f"{list(c.shape)}")
+    data = c.item()
+    parent = os.path.dirname(name)
+    if parent:
+        os.makedirs(parent, exist_ok=True)   # as TensorFlow: missing folders are made
+    with open(name, "wb") as f:
+        f.write(data if isinstance(data, bytes) else str(data).encode())
+
+
+def _scalar_string_infer(what: str):
+    def infer(op):
+        for t, label in zip(op.inputs, ("filename", "contents")):
+            if t.dtype != _dtypes.string:
+                raise TypeError(f"{what}: {label} must be a string tensor, got {t.dtype.name}")
+            if t.shape.ndims not in (None, 0):
+                raise ValueError(f"Shape must be rank 0 but is rank {t.shape.ndims} for "
+                                 f"'{op.name}' ({what}: {label} of shape {t.shape})")
+        return [(_dtypes.string, TensorShape([]))] if what == "ReadFile" else []
+    return infer
+
+
+register("ReadFile", infer=_scalar_string_infer("ReadFile"), ref=_read_file_ref,
+         stateful=True, differentiable=False, kind="host",
+         doc="The bytes of the file named by a string scalar.")
+register("WriteFile", infer=_scalar_string_infer("WriteFile"), ref=_write_file_ref,
+         stateful=True, differentiable=False, kind="host",
+         doc="Inputs (filename, contents): write the bytes to the file (folders made).")
+
+
+def read_file(filename, name: Optional[str] = None) -> Tensor:
+    """`tf.read_file` / `tf.io.read_file`: the contents of a file, as a string scalar."""
+    f = convert_to_tensor(filename, dtype=_dtypes.string, name="filename")
+    return make_op("ReadFile", [f], name=name or "ReadFile").outputs[0]
+
+
+def write_file(filename, contents, name: Optional[str] = None):
+    """`tf.write_file` / `tf.io.write_file`: an op writing `contents` to the file (its folders
+    are made), replacing it."""
+    f = convert_to_tensor(filename, dtype=_dtypes.string, name="filename")
+    c = convert_to_tensor(contents, dtype=_dtypes.string, name="contents")
+    return make_op("WriteFile", [f, c], name=name or "WriteFile")

@@ -10,12 +10,10 @@ import numpy as np
 from jitflow.compiler.ir import X0, X1, Apply, Check, Load, MatMul, Reduce, S
 from jitflow.compiler.lower import Unsupported
 from jitflow.core.graph import Tensor, convert_to_tensor, make_op, name_scope
-from jitflow.ops.math import abs as _abs
-from jitflow.ops.math import pow as _pow
-from jitflow.ops.math import (
-    add_n, check_dtype, greater, maximum, minimum, multiply, scalar_like, sqrt, unbroadcast,
-    where_v2,
-)
+from jitflow.ops.math.unary import abs as _abs, sqrt
+from jitflow.ops.math.arithmetic import pow as _pow, multiply
+from jitflow.ops.math.common import add_n, check_dtype, scalar_like, unbroadcast
+from jitflow.ops.math.compare import greater, maximum, minimum, where_v2
 from jitflow.ops.reduce import _legacy, reduce_max, reduce_sum
 from jitflow.ops.registry import Example, register
 from jitflow.core.shapes import TensorShape, broadcast_static, shape_tf_str
@@ -305,7 +303,7 @@ def _permute(x: Tensor, perm) -> Tensor:
     perm = [int(p) for p in perm]
     if perm == list(range(len(perm))):
         return x
-    from jitflow.ops.array import transpose
+    from jitflow.ops.shape_ops import transpose
     return transpose(x, perm)
 
 
@@ -404,7 +402,7 @@ def clip_by_average_norm(t, clip_norm, name: Optional[str] = None) -> Tensor:
         t = convert_to_tensor(t, name="t")
         n = t.shape.num_elements()
         if n is None:
-            from jitflow.ops.array import size
+            from jitflow.ops.shape_ops import size
             n_t = _cast(size(t), t.dtype)
         else:
             n_t = scalar_like(n, t)
@@ -415,5 +413,5 @@ def clip_by_average_norm(t, clip_norm, name: Optional[str] = None) -> Tensor:
 
 
 def _cast(x, dtype):
-    from jitflow.ops.math import cast
+    from jitflow.ops.math.casting import cast
     return cast(x, dtype)

@@ -12,12 +12,14 @@ import numpy as np
 
 from jitflow.core import dtypes as _dtypes
 from jitflow.core.graph import GraphKeys, Tensor, convert_to_tensor, get_default_graph, name_scope
-from jitflow.ops.math import (
-    abs, add_n, broadcast_like, cast, div_no_nan, equal, log, minimum, multiply, scalar_like,
-    squared_difference, stop_gradient, subtract, where_v2,
-)
-from jitflow.ops.nn import (
-    relu, sigmoid_cross_entropy_with_logits, softmax_cross_entropy_with_logits_v2,
+from jitflow.ops.math.arithmetic import div_no_nan, multiply, subtract
+from jitflow.ops.math.casting import cast
+from jitflow.ops.math.common import add_n, broadcast_like, scalar_like, stop_gradient
+from jitflow.ops.math.compare import equal, minimum, squared_difference, where_v2
+from jitflow.ops.math.unary import abs, log
+from jitflow.ops.nn.activations import relu
+from jitflow.ops.nn.softmax_xent import (
+    sigmoid_cross_entropy_with_logits, softmax_cross_entropy_with_logits_v2,
     sparse_softmax_cross_entropy_with_logits,
 )
 from jitflow.ops.reduce import _legacy, reduce_sum
@@ -58,7 +60,7 @@ def _num_elements(losses: Tensor) -> Tensor:
     n = losses.shape.num_elements()
     if n is not None:
         return scalar_like(n, losses)
-    from jitflow.ops.array import size
+    from jitflow.ops.shape_ops import size
     return cast(size(losses), losses.dtype)
 
 
@@ -211,7 +213,7 @@ def softmax_cross_entropy(onehot_labels, logits, weights=1.0, label_smoothing: f
         if label_smoothing > 0:
             n = labels.shape.as_tuple()[-1] if labels.shape.ndims else None
             if n is None:
-                from jitflow.ops.array import shape
+                from jitflow.ops.shape_ops import shape
                 num_classes = cast(shape(labels)[-1], logits.dtype)
             else:
                 num_classes = scalar_like(n, labels)

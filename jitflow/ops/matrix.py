@@ -92,7 +92,7 @@ register("MatrixDiagPart", infer=_diag_part_infer,
 
 
 def _zeros_like(t):
-    from jitflow.ops.array import zeros_like
+    from jitflow.ops.sources import zeros_like
     return zeros_like(t)
 
 
@@ -215,7 +215,7 @@ def trace(x, name: Optional[str] = None) -> Tensor:
 
 def matrix_transpose(a, name: str = "matrix_transpose", conjugate: bool = False) -> Tensor:
     """`tf.matrix_transpose` / `tf.linalg.matrix_transpose`: swap the last two axes."""
-    from jitflow.ops.array import transpose
+    from jitflow.ops.shape_ops import transpose
     with name_scope(name, "matrix_transpose", [a]):
         x = convert_to_tensor(a, name="a")
         r = x.shape.ndims
@@ -256,7 +256,7 @@ register("MatrixInverse", infer=_square_infer, ref=_inv_ref, grad=_inv_grad, kin
 
 
 def _det_grad(op, g):
-    from jitflow.ops.array import expand_dims
+    from jitflow.ops.shape_ops import expand_dims
     x, y = op.inputs[0], op.outputs[0]
     return [expand_dims(expand_dims(g * y, -1), -1) * _mt(matrix_inverse(x))]
 
@@ -276,7 +276,7 @@ def _slogdet_ref(op, x):
 
 
 def _slogdet_grad(op, g_sign, g_logdet):
-    from jitflow.ops.array import expand_dims
+    from jitflow.ops.shape_ops import expand_dims
     if g_logdet is None:
         return [None]
     return [expand_dims(expand_dims(g_logdet, -1), -1) * _mt(matrix_inverse(op.inputs[0]))]
@@ -311,7 +311,7 @@ def slogdet(input, name: Optional[str] = None) -> tuple:  # noqa: A002
 
 def logdet(matrix, name: Optional[str] = None) -> Tensor:
     """`tf.linalg.logdet`: log det of Hermitian positive definite matrices (via Cholesky)."""
-    from jitflow.ops.math import log
+    from jitflow.ops.math.unary import log
     from jitflow.ops.reduce import reduce_sum
     with name_scope(name, "logdet", [matrix]):
         chol = cholesky(matrix)
@@ -517,7 +517,8 @@ def _einsum_ref(op, *xs):
 
 
 def _einsum_grad(op, g):
-    from jitflow.ops.array import broadcast_to, expand_dims, shape
+    from jitflow.ops.shape_ops import expand_dims, shape
+    from jitflow.ops.tile_pad import broadcast_to
     ins, out = _parse_einsum(op.attrs["equation"], len(op.inputs))
     grads = []
     for i, spec in enumerate(ins):
@@ -666,7 +667,7 @@ register("Pinv", infer=lambda op: [(op.inputs[0].dtype, TensorShape(
 def matvec(a, b, transpose_a: bool = False, adjoint_a: bool = False,
            name: Optional[str] = None) -> Tensor:
     """`tf.linalg.matvec`: a @ b for a vector b (batched)."""
-    from jitflow.ops.array import expand_dims, squeeze
+    from jitflow.ops.shape_ops import expand_dims, squeeze
     from jitflow.ops.linalg import matmul
     with name_scope(name, "MatVec", [a, b]):
         return squeeze(matmul(a, expand_dims(b, -1), transpose_a=transpose_a or adjoint_a),
@@ -682,6 +683,6 @@ def global_norm(t_list, name: Optional[str] = None) -> Tensor:
 def l2_normalize(x, axis=None, epsilon: float = 1e-12, name: Optional[str] = None,
                  dim=None) -> Tensor:
     """`tf.linalg.l2_normalize` (= `tf.nn.l2_normalize`)."""
-    from jitflow.ops.nn import l2_normalize as l2n
+    from jitflow.ops.nn.basic import l2_normalize as l2n
     return l2n(x, axis=axis, epsilon=epsilon, name=name, dim=dim)
 

@@ -130,7 +130,7 @@ def random_normal(shape, mean=0.0, stddev=1.0, dtype=_dtypes.float32, seed=None,
         mean_t = convert_to_tensor(mean, dtype=dtype, name="mean")
         std_t = convert_to_tensor(stddev, dtype=dtype, name="stddev")
         rnd = _random_op("RandomStandardNormal", shape, dtype, seed, "RandomStandardNormal")
-        from jitflow.ops.math import add, multiply
+        from jitflow.ops.math.arithmetic import add, multiply
         return add(multiply(rnd, std_t), mean_t, name=scope)
 
 
@@ -142,7 +142,7 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=_dtypes.float32, seed=No
         mean_t = convert_to_tensor(mean, dtype=dtype, name="mean")
         std_t = convert_to_tensor(stddev, dtype=dtype, name="stddev")
         rnd = _random_op("TruncatedNormal", shape, dtype, seed, "TruncatedNormal")
-        from jitflow.ops.math import add, multiply
+        from jitflow.ops.math.arithmetic import add, multiply
         return add(multiply(rnd, std_t), mean_t, name=scope)
 
 
@@ -166,7 +166,7 @@ def random_uniform(shape, minval=0, maxval=None, dtype=_dtypes.float32, seed=Non
         lo = convert_to_tensor(minval, dtype=dtype, name="min")
         hi = convert_to_tensor(maxval, dtype=dtype, name="max")
         rnd = _random_op("RandomUniform", shape, dtype, seed, "RandomUniform")
-        from jitflow.ops.math import add, multiply, subtract
+        from jitflow.ops.math.arithmetic import add, multiply, subtract
         lo_v, hi_v = (np.asarray(t.op.attrs["value"]) if t.op.type == "Const" else None
                       for t in (lo, hi))
         if lo_v is not None and hi_v is not None and lo_v.ndim == 0 and hi_v.ndim == 0 \

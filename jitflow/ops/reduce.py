@@ -15,10 +15,12 @@ import numpy as np
 from jitflow.core import dtypes as _dtypes
 from jitflow.compiler.ir import Load, Reduce
 from jitflow.core.graph import Tensor, convert_to_tensor, make_op, name_scope
-from jitflow.ops.math import (
-    _FLOATS, _NUMERIC, broadcast_like, broadcast_reduced, cast, check_dtype, equal, exp,
-    is_finite, log, not_equal, scalar_like, square, stop_gradient, where_v2,
+from jitflow.ops.math.casting import cast
+from jitflow.ops.math.common import (
+    _FLOATS, _NUMERIC, broadcast_like, broadcast_reduced, check_dtype, scalar_like, stop_gradient,
 )
+from jitflow.ops.math.compare import equal, not_equal, where_v2
+from jitflow.ops.math.unary import exp, is_finite, log, square
 from jitflow.ops.registry import Example, register
 from jitflow.core.shapes import TensorShape
 
@@ -34,7 +36,7 @@ NAMESPACES = {"math": [n for n in __all__ if not n.startswith("arg_")]
 def _static_axis(axis):
     """A Python value for `axis` (tensors known at build time are folded, others refused)."""
     if isinstance(axis, Tensor):
-        from jitflow.ops.array import get_static_value
+        from jitflow.ops._array_args import get_static_value
         value = get_static_value(axis)
         if value is None:
             raise NotImplementedError("reduction axes must be known when the graph is built "
@@ -362,7 +364,7 @@ def reduce_variance(input_tensor, axis=None, keepdims: bool = False,
 def reduce_std(input_tensor, axis=None, keepdims: bool = False,
                name: Optional[str] = None) -> Tensor:
     """`tf.math.reduce_std`: the square root of `reduce_variance`."""
-    from jitflow.ops.math import sqrt
+    from jitflow.ops.math.unary import sqrt
     with name_scope(name, "reduce_std", [input_tensor]):
         return sqrt(reduce_variance(input_tensor, axis, keepdims))
 

@@ -15,13 +15,19 @@ import numpy as np
 
 from jitflow.core import dtypes as _dtypes
 from jitflow.core.graph import convert_to_tensor, make_op, name_scope
-from jitflow.ops.array import concat, expand_dims, ones_like, reshape, zeros_like
-from jitflow.ops.array import slice as slice_
+from jitflow.ops.join import concat
+from jitflow.ops.shape_ops import expand_dims, reshape
+from jitflow.ops.slicing import slice as slice_
+from jitflow.ops.sources import ones_like, zeros_like
 from jitflow.ops.candidate_sampling import log_uniform_candidate_sampler
 from jitflow.ops.linalg import matmul
-from jitflow.ops.math import cast, log, scalar_like, stop_gradient
-from jitflow.ops.nn import (embedding_lookup, sigmoid_cross_entropy_with_logits,
-                            softmax_cross_entropy_with_logits_v2)
+from jitflow.ops.math.casting import cast
+from jitflow.ops.math.common import scalar_like, stop_gradient
+from jitflow.ops.math.unary import log
+from jitflow.ops.nn.embedding import embedding_lookup
+from jitflow.ops.nn.softmax_xent import (
+    sigmoid_cross_entropy_with_logits, softmax_cross_entropy_with_logits_v2,
+)
 from jitflow.ops.reduce import reduce_sum
 
 __all__: list = []
@@ -68,7 +74,8 @@ def compute_sampled_logits(weights, biases, labels, inputs, num_sampled: int, nu
             true_w = slice_(all_w, [0, 0], [n_true, -1])
             sampled_w = slice_(all_w, [n_true, 0], [-1, -1])
         else:
-            from jitflow.ops.array import size, stack
+            from jitflow.ops.join import stack
+            from jitflow.ops.shape_ops import size
             k = size(labels_flat)
             true_w = slice_(all_w, [0, 0], stack([k, -1]))
             sampled_w = slice_(all_w, stack([k, 0]), [-1, -1])

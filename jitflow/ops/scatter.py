@@ -94,7 +94,7 @@ def _segment_grad(op, g):
     safe = make_op("SegmentIdsClip", [ids], {"num_segments": op.attrs["num_segments"]})
     gathered = gather(g, safe.outputs[0])
     mask = make_op("SegmentIdsMask", [ids, data]).outputs[0]
-    from jitflow.ops.math import multiply
+    from jitflow.ops.math.arithmetic import multiply
     return [multiply(gathered, mask), None]
 
 

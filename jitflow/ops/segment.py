@@ -100,19 +100,22 @@ def _segment_ref(op, data, ids):
 
 
 def _counts(op, ids, data, n_rows: Tensor):
-    from jitflow.ops.array import ones_like
+    from jitflow.ops.sources import ones_like
     ones = ones_like(ids, dtype=data.dtype)
     return _make(op.type, "sum", ones, ids, op.attrs.get("num_segments"), None)
 
 
 def _segment_grad(op, g):
-    from jitflow.ops.array import gather
-    from jitflow.ops.math import cast, equal, sqrt
+    from jitflow.ops.slicing import gather
+    from jitflow.ops.math.casting import cast
+    from jitflow.ops.math.compare import equal
+    from jitflow.ops.math.unary import sqrt
     data, ids = op.inputs
     how = op.attrs["how"]
     safe_ids = ids
     if op.type == "UnsortedSegmentReduce":
-        from jitflow.ops.math import maximum, scalar_like
+        from jitflow.ops.math.common import scalar_like
+        from jitflow.ops.math.compare import maximum
         safe_ids = maximum(ids, scalar_like(0, ids))  # dropped rows get no gradient (masked)
     if how == "sum":
         grad = gather(g, safe_ids)
@@ -131,8 +134,9 @@ def _segment_grad(op, g):
                        name="SegmentProdGrad").outputs[0]
         return [grad, None]
     if op.type == "UnsortedSegmentReduce":
-        from jitflow.ops.math import greater_equal, scalar_like, where_v2
-        from jitflow.ops.array import zeros_like
+        from jitflow.ops.math.common import scalar_like
+        from jitflow.ops.math.compare import greater_equal, where_v2
+        from jitflow.ops.sources import zeros_like
         keep = greater_equal(ids, scalar_like(0, ids))
         grad = where_v2(_expand_like(keep, grad), grad, zeros_like(grad))
     return [grad, None]
@@ -140,7 +144,7 @@ def _segment_grad(op, g):
 
 def _expand_like(t: Tensor, like: Tensor) -> Tensor:
     """`t` with trailing unit dims so it broadcasts against `like`'s rows."""
-    from jitflow.ops.array import expand_dims
+    from jitflow.ops.shape_ops import expand_dims
     extra = (like.shape.ndims or 1) - (t.shape.ndims or 1)
     for _ in range(max(extra, 0)):
         t = expand_dims(t, -1)
@@ -200,7 +204,7 @@ def _make(op_type: str, how: str, data, segment_ids, num_segments, name):
         segment_ids, name="segment_ids")
     attrs = {"how": how}
     if op_type == "UnsortedSegmentReduce":
-        from jitflow.ops.array import _int_list_arg
+        from jitflow.ops._array_args import _int_list_arg
         static, dyn = _int_list_arg(num_segments, "num_segments")
         if dyn is not None:
             raise TypeError("num_segments must be known when the graph is built")
@@ -239,7 +243,7 @@ segment_sum, segment_mean, segment_max, segment_min, segment_prod = (
 def _sparse_segment(how: str):
     def fn(data, indices, segment_ids, name: Optional[str] = None,
            num_segments=None) -> Tensor:
-        from jitflow.ops.array import gather
+        from jitflow.ops.slicing import gather
         with name_scope(name, f"SparseSegment{how.capitalize()}", [data, indices,
                                                                    segment_ids]) as scope:
             rows = gather(data, indices)
@@ -299,7 +303,8 @@ def _polygamma_ref(a, x):
 
 
 def _polygamma_grad(op, g):
-    from jitflow.ops.math import add, scalar_like
+    from jitflow.ops.math.arithmetic import add
+    from jitflow.ops.math.common import scalar_like
     a, x = op.inputs
     return [None, g * polygamma(add(a, scalar_like(1, a)), x)]
 
@@ -311,7 +316,8 @@ register("Polygamma", infer=_special_infer, ref=_typed(_polygamma_ref), grad=_po
 
 
 def _erfc_grad(op, g):
-    from jitflow.ops.math import exp, scalar_like, square
+    from jitflow.ops.math.common import scalar_like
+    from jitflow.ops.math.unary import exp, square
     x = op.inputs[0]
     return [g * scalar_like(-2.0 / np.sqrt(np.pi), x) * exp(-square(x))]
 
@@ -344,7 +350,7 @@ def erfc(x, name: Optional[str] = None) -> Tensor:
 
 def polygamma(a, x, name: Optional[str] = None) -> Tensor:
     """`tf.polygamma`: the a-th derivative of digamma (a a non-negative integer value)."""
-    from jitflow.ops.math import convert_pair
+    from jitflow.ops.math.common import convert_pair
     with name_scope(name, "Polygamma", [a, x]) as scope:
         a, x = convert_pair(a, x)
         return make_op("Polygamma", [a, x], name=scope[:-1]).outputs[0]
@@ -360,14 +366,16 @@ def lbeta(x, name: Optional[str] = None) -> Tensor:
 
 # -- compositions ---------------------------------------------------------------------------------
 def _zero_where(cond, value):
-    from jitflow.ops.array import zeros_like
-    from jitflow.ops.math import where_v2
+    from jitflow.ops.sources import zeros_like
+    from jitflow.ops.math.compare import where_v2
     return where_v2(cond, zeros_like(value), value)
 
 
 def xlogy(x, y, name: Optional[str] = None) -> Tensor:
     """`tf.math.xlogy`: x * log(y), and 0 where x is 0."""
-    from jitflow.ops.math import convert_pair, equal, log, scalar_like
+    from jitflow.ops.math.common import convert_pair, scalar_like
+    from jitflow.ops.math.compare import equal
+    from jitflow.ops.math.unary import log
     with name_scope(name, "xlogy", [x, y]):
         x, y = convert_pair(x, y)
         return _zero_where(equal(x, scalar_like(0, x)), x * log(y))
@@ -375,7 +383,8 @@ def xlogy(x, y, name: Optional[str] = None) -> Tensor:
 
 def xdivy(x, y, name: Optional[str] = None) -> Tensor:
     """`tf.math.xdivy`: x / y, and 0 where x is 0."""
-    from jitflow.ops.math import convert_pair, equal, scalar_like
+    from jitflow.ops.math.common import convert_pair, scalar_like
+    from jitflow.ops.math.compare import equal
     with name_scope(name, "xdivy", [x, y]):
         x, y = convert_pair(x, y)
         return _zero_where(equal(x, scalar_like(0, x)), x / y)
@@ -383,7 +392,8 @@ def xdivy(x, y, name: Optional[str] = None) -> Tensor:
 
 def multiply_no_nan(x, y, name: Optional[str] = None) -> Tensor:
     """`tf.math.multiply_no_nan`: x * y, and 0 where y is 0 (even if x is inf or nan)."""
-    from jitflow.ops.math import convert_pair, equal, scalar_like
+    from jitflow.ops.math.common import convert_pair, scalar_like
+    from jitflow.ops.math.compare import equal
     with name_scope(name, "multiply_no_nan", [x, y]):
         x, y = convert_pair(x, y)
         return _zero_where(equal(y, scalar_like(0, y)), x * y)
@@ -391,21 +401,22 @@ def multiply_no_nan(x, y, name: Optional[str] = None) -> Tensor:
 
 def reciprocal_no_nan(x, name: Optional[str] = None) -> Tensor:
     """`tf.math.reciprocal_no_nan`: 1 / x, and 0 where x is 0."""
-    from jitflow.ops.math import div_no_nan, scalar_like
+    from jitflow.ops.math.arithmetic import div_no_nan
+    from jitflow.ops.math.common import scalar_like
     x = convert_to_tensor(x, name="x")
     return div_no_nan(scalar_like(1, x), x, name=name or "reciprocal_no_nan")
 
 
 def divide_no_nan(x, y, name: Optional[str] = None) -> Tensor:
     """`tf.math.divide_no_nan`: x / y, and 0 where y is 0."""
-    from jitflow.ops.math import div_no_nan
+    from jitflow.ops.math.arithmetic import div_no_nan
     return div_no_nan(x, y, name=name)
 
 
 def reduce_euclidean_norm(input_tensor, axis=None, keepdims: bool = False,
                           name: Optional[str] = None) -> Tensor:
     """`tf.math.reduce_euclidean_norm`: sqrt of the sum of squares along `axis`."""
-    from jitflow.ops.math import sqrt, square
+    from jitflow.ops.math.unary import sqrt, square
     from jitflow.ops.reduce import reduce_sum
     with name_scope(name, "reduce_euclidean_norm", [input_tensor]):
         return sqrt(reduce_sum(square(convert_to_tensor(input_tensor)), axis=axis,
@@ -413,8 +424,8 @@ def reduce_euclidean_norm(input_tensor, axis=None, keepdims: bool = False,
 
 
 def _monotone(x, strict: bool, name) -> Tensor:
-    from jitflow.ops.array import reshape
-    from jitflow.ops.math import greater, greater_equal
+    from jitflow.ops.shape_ops import reshape
+    from jitflow.ops.math.compare import greater, greater_equal
     from jitflow.ops.reduce import reduce_all
     with name_scope(name, "is_strictly_increasing" if strict else "is_non_decreasing", [x]):
         flat = reshape(convert_to_tensor(x), [-1])
@@ -436,7 +447,9 @@ def cumulative_logsumexp(x, axis=0, exclusive: bool = False, reverse: bool = Fal
                          name: Optional[str] = None) -> Tensor:
     """`tf.math.cumulative_logsumexp`: log(cumsum(exp(x))) along `axis`, shifted by the
     maximum so large values do not overflow."""
-    from jitflow.ops.math import cumsum, exp, log, stop_gradient
+    from jitflow.ops.math.common import stop_gradient
+    from jitflow.ops.math.cumulative import cumsum
+    from jitflow.ops.math.unary import exp, log
     from jitflow.ops.reduce import reduce_max
     with name_scope(name, "CumulativeLogsumexp", [x]):
         x = convert_to_tensor(x, name="x")
@@ -449,7 +462,7 @@ def polyval(coeffs, x, name: Optional[str] = None) -> Tensor:
     with name_scope(name, "polyval", [x]):
         x = convert_to_tensor(x, name="x")
         if not coeffs:
-            from jitflow.ops.array import zeros_like
+            from jitflow.ops.sources import zeros_like
             return zeros_like(x)
         acc = convert_to_tensor(coeffs[0], dtype=None if isinstance(coeffs[0], Tensor)
                                 else x.dtype)
@@ -460,7 +473,7 @@ def polyval(coeffs, x, name: Optional[str] = None) -> Tensor:
 
 def zero_fraction(value, name: Optional[str] = None) -> Tensor:
     """`tf.math.zero_fraction`: the fraction of zeros in `value`."""
-    from jitflow.ops.nn import zero_fraction as zf
+    from jitflow.ops.nn.basic import zero_fraction as zf
     return zf(value, name=name)
 
 
@@ -515,8 +528,11 @@ def confusion_matrix(labels, predictions, num_classes=None, weights=None,
                      dtype=_dtypes.int32, name: Optional[str] = None) -> Tensor:
     """`tf.math.confusion_matrix`: counts (or weights) of each (label, prediction) pair, a
     [num_classes, num_classes] matrix (num_classes from the data when None)."""
-    from jitflow.ops.array import ones_like, scatter_nd, stack
-    from jitflow.ops.math import cast, maximum
+    from jitflow.ops.join import stack
+    from jitflow.ops.scatter import scatter_nd
+    from jitflow.ops.sources import ones_like
+    from jitflow.ops.math.casting import cast
+    from jitflow.ops.math.compare import maximum
     from jitflow.ops.reduce import reduce_max
     with name_scope(name, "confusion_matrix", [labels, predictions, weights]):
         lab = cast(convert_to_tensor(labels, name="labels"), _dtypes.int64)

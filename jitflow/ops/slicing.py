@@ -516,7 +516,7 @@ def _getitem(tensor, slice_spec):
             v = _index_value(s, slice_spec)
             begin.append(v)
             if isinstance(v, Tensor):
-                from jitflow.ops.math import add
+                from jitflow.ops.math.arithmetic import add
                 end.append(add(v, constant(1, dtype=v.dtype)))
             else:
                 end.append(v + 1)
@@ -544,7 +544,7 @@ def _index_value(s, spec):
 def _packed(values):
     if not any(isinstance(v, Tensor) for v in values):
         return list(values)
-    from jitflow.ops.math import cast
+    from jitflow.ops.math.casting import cast
     return stack([cast(v, _dtypes.int32) if isinstance(v, Tensor) else
                   constant(v, dtype=_dtypes.int32) for v in values])
 

@@ -237,7 +237,7 @@ register("Fill", infer=_fill_infer, ref=_fill_ref,
 
 
 def _unbroadcast(g, x):
-    from jitflow.ops.math import unbroadcast
+    from jitflow.ops.math.common import unbroadcast
     return unbroadcast(g, x)
 
 
@@ -250,8 +250,19 @@ def fill(dims, value, name: Optional[str] = None) -> Tensor:
         return make_op("Fill", inputs, {"dims": static}, name=scope).outputs[0]
 
 
+def _element(value: int, dtype: _dtypes.DType):
+    """0 or 1 as an element of `dtype`: a string's zero is the empty string, and strings have
+    no one (TF1's TypeError)."""
+    if dtype == _dtypes.string:
+        if value == 0:
+            return b""
+        raise TypeError(f"Expected string, but got {value} of type 'int'.")
+    return value
+
+
 def _filled(shape_arg, dtype, value, name, default_name) -> Tensor:
     dtype = _dtypes.as_dtype(dtype)
+    value = _element(value, dtype)
     static, dyn = _int_list_arg(shape_arg, "shape")
     if dyn is None:
         arr = np.full(static, value, dtype=dtype.as_numpy_dtype)
@@ -275,8 +286,14 @@ def _like_infer(op):
     return [(op.attrs["dtype"], op.inputs[0].shape)]
 
 
-register("ZerosLike", infer=_like_infer,
-         ref=lambda op, x: np.zeros(np.shape(x), op.attrs["dtype"].as_numpy_dtype),
+def _zeros_like_ref(op, x):
+    dtype = op.attrs["dtype"]
+    if dtype == _dtypes.string:
+        return np.full(np.shape(x), b"", dtype=object)
+    return np.zeros(np.shape(x), dtype.as_numpy_dtype)
+
+
+register("ZerosLike", infer=_like_infer, ref=_zeros_like_ref,
          differentiable=False, kind="elementwise", scalar=Const(0),
          examples=[Example(build=lambda x: zeros_like(x, optimize=False), inputs=[(2, 3)],
                            expect=lambda x: np.zeros_like(x))])
@@ -291,6 +308,7 @@ def _like(op_type, value, tensor, dtype, name, optimize, default_name) -> Tensor
     with name_scope(name, default_name, [tensor]) as scope:
         t = convert_to_tensor(tensor, name="tensor")
         dtype = t.dtype if dtype is None else _dtypes.as_dtype(dtype)
+        value = _element(value, dtype)
         if optimize and t.shape.is_fully_defined():
             arr = np.full(t.shape.as_list(), value, dtype=dtype.as_numpy_dtype)
             return constant(arr, dtype=dtype, name=scope)
@@ -385,7 +403,7 @@ def range(start, limit=None, delta=1, dtype=None, name: str = "range") -> Tensor
         if dtype not in _RANGE_ORDER:
             raise TypeError(f"Value for attr 'Tidx' of {dtype.name} is not in the list of "
                             "allowed values: float32, float64, int32, int64")
-        from jitflow.ops.math import cast
+        from jitflow.ops.math.casting import cast
         ts = [cast(t, dtype) for t in ts]
         return make_op("Range", ts, {"dtype": dtype}, name=scope).outputs[0]
 

@@ -164,10 +164,10 @@ def _std_ref(op, idx, shape, values, default):
 
 
 def _std_grad(op, g):
-    from jitflow.ops.array import gather_nd
+    from jitflow.ops.slicing import gather_nd
     idx = op.inputs[0]
-    from jitflow.ops.array import reshape
-    from jitflow.ops.math import cast
+    from jitflow.ops.shape_ops import reshape
+    from jitflow.ops.math.casting import cast
     rank_idx = idx.shape.ndims
     if rank_idx == 2:
         picked = gather_nd(g, idx)

@@ -15,7 +15,7 @@ from jitflow.core.graph import (GraphKeys, Operation, Tensor, convert_to_tensor,
                                 session_for,
                                 make_op, name_scope)
 from jitflow.compiler import lower as _lower
-from jitflow.ops.array import group, identity
+from jitflow.ops.identity import group, identity
 from jitflow.ops.registry import register
 from jitflow.core.shapes import TensorShape, as_shape
 
@@ -219,10 +219,13 @@ class Variable:
                 vdtype = self._initial_value.dtype
                 self._variable = make_op("VariableV2", [], {"dtype": vdtype, "shape": var_shape},
                                          name=scope).outputs[0]
+                # colocated with the variable, as TF1 records it (`_class` in the NodeDef)
+                loc = {"_class": [b"loc:@" + self._variable.op.name.encode()]}
                 self._initializer_op = make_op(
                     "Assign", [self._variable, self._initial_value],
-                    {"validate_shape": validate_shape}, name="Assign")
-                self._snapshot = identity(self._variable, name="read")
+                    {"validate_shape": validate_shape, **loc}, name="Assign")
+                self._snapshot = make_op("Identity", [self._variable], dict(loc),
+                                         name="read").outputs[0]
         self._graph = graph
         if collections is None:
             collections = [GraphKeys.GLOBAL_VARIABLES]

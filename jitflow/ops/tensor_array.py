@@ -26,7 +26,7 @@ import numpy as np
 from jitflow.core import dtypes as _dtypes
 from jitflow.core import errors
 from jitflow.core.graph import Tensor, convert_to_tensor, make_op, name_scope
-from jitflow.ops.array import get_static_value
+from jitflow.ops._array_args import get_static_value
 from jitflow.ops.functional import box, unbox
 from jitflow.ops.registry import register
 from jitflow.core.shapes import TensorShape, as_shape
@@ -645,7 +645,7 @@ class TensorArray:
         return self.with_flow(self._flow)
 
     def close(self, name: Optional[str] = None):
-        from jitflow.ops.array import no_op
+        from jitflow.ops.identity import no_op
         return no_op(name=name or "TensorArrayClose")
 
     def __repr__(self) -> str:

@@ -237,7 +237,7 @@ def _pad_grad(op, g):
     gx = make_op("PadGrad", [g, x], dict(op.attrs)).outputs[0]
     if op.attrs["mode"] != "CONSTANT":
         return [gx, None]
-    from jitflow.ops.math import unbroadcast
+    from jitflow.ops.math.common import unbroadcast
     border = make_op("PadBorderSum", [g, x], dict(op.attrs)).outputs[0]
     return [gx, unbroadcast(border, op.inputs[1])]
 

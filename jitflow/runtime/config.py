@@ -75,6 +75,9 @@ VARS: dict = {v.name: v for v in [
     Var("JITFLOW_KERNEL_OPS", "48", "longest kernel of a split run (ops)", _int),
     Var("JITFLOW_WINOGRAD", "1", "convolutions on Winograd: `1` 3x3 and 5x5 filters, `3x3` "
         "3x3 only, `0` none (im2col)", _lower, ("1", "fast", "3x3", "0")),
+    Var("JITFLOW_VECTOR_BYTES", None, "bytes per vector the fast path's loops are printed for "
+        "(default: the host's, 64 with AVX-512, 32 with AVX, else 16); `0` prints scalar loops "
+        "(the same bits either way)", _int),
     Var("JITFLOW_LIBM", "0", "`1`: libm's exp/log/tanh instead of jitflow's vectorized math",
         _flag),
     Var("JITFLOW_NATIVE_ENTRY", "1", "`0`: the fast path's kernels are called through a "
@@ -153,16 +156,36 @@ def strict() -> bool:
     return get("JITFLOW_STRICT")
 
 
+_SESSION_THREADS: list = []   # a Session's ConfigProto.intra_op_parallelism_threads
+
+
+def set_session_threads(n: int) -> None:
+    """Record a Session's `intra_op_parallelism_threads` (> 0): from now on the threads large
+    kernels may use, unless JITFLOW_THREADS says otherwise. Process-wide, as TensorFlow's
+    shared thread pool, which the first session sizes; here the latest session's number wins."""
+    _SESSION_THREADS[:] = [max(1, int(n))]
+
+
+def _env_threads(name: str) -> Optional[int]:
+    v = os.environ.get(name, "").strip()
+    try:
+        return max(1, int(v)) if v else None
+    except ValueError:
+        return None
+
+
 def threads() -> int:
-    """How many threads large kernels may use (JITFLOW_THREADS, else NUMBA_NUM_THREADS, else
-    the CPUs this process may run on). 1 turns the parallel kernel variants off."""
-    for name in ("JITFLOW_THREADS", "NUMBA_NUM_THREADS"):
-        v = os.environ.get(name, "").strip()
-        if v:
-            try:
-                return max(1, int(v))
-            except ValueError:
-                pass
+    """How many threads large kernels may use (JITFLOW_THREADS, else a session's
+    `intra_op_parallelism_threads`, else NUMBA_NUM_THREADS, else the CPUs this process may run
+    on). 1 turns the parallel kernel variants off."""
+    n = _env_threads("JITFLOW_THREADS")
+    if n is not None:
+        return n
+    if _SESSION_THREADS:
+        return _SESSION_THREADS[0]
+    n = _env_threads("NUMBA_NUM_THREADS")
+    if n is not None:
+        return n
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):

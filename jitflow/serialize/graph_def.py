@@ -23,13 +23,14 @@ from jitflow.core import dtypes as _dtypes
 from jitflow.core import errors
 from jitflow.core.graph import Graph, Operation, Tensor, get_default_graph
 from jitflow.serialize import tf_ops
+from jitflow.version import GRAPH_DEF_VERSION
 from jitflow.serialize.tensor_util import (dtype_to_enum, enum_to_dtype, shape_from_proto,
                                            shape_proto)
 
-__all__ = ["graph_to_proto", "import_graph_def", "parse_graph_def", "GRAPH_DEF_PRODUCER",
-           "NATIVE_PREFIX"]
+__all__ = ["graph_to_proto", "import_graph_def", "parse_graph_def", "node_def",
+           "GRAPH_DEF_PRODUCER", "NATIVE_PREFIX"]
 
-GRAPH_DEF_PRODUCER = 27  # TF 1.15's GraphDef version: the attribute sets written here
+GRAPH_DEF_PRODUCER = GRAPH_DEF_VERSION  # TF 1.15's attribute sets: what is written here
 NATIVE_PREFIX = "jitflow."
 NATIVE_ATTR = "_jitflow_attrs"
 
@@ -115,6 +116,10 @@ class _Writer:
         n.input.extend("^" + c.name for c in op.control_inputs)
         for k, v in (attrs or {}).items():
             n.attr[k].CopyFrom(v)
+        colocation = op.attrs.get("_class")
+        if colocation and "_class" not in n.attr:   # ["loc:@var"]: TF1's colocation groups
+            n.attr["_class"].list.s.extend(
+                x.encode() if isinstance(x, str) else bytes(x) for x in colocation)
         self._written = n
 
     def write(self, op: Operation) -> None:
@@ -145,8 +150,8 @@ class _Writer:
         n.attr[NATIVE_ATTR].s = json.dumps(attrs, sort_keys=True).encode()
         n.attr["_output_types"].list.type.extend(
             dtype_to_enum(t.dtype) if t.dtype.name in ("float16", "float32", "float64", "int8",
-                                                       "int16", "int32", "int64", "uint8", "bool",
-                                                       "string") else 21
+                                                       "int16", "int32", "int64", "uint8",
+                                                       "uint16", "bool", "string") else 21
             for t in op.outputs)
 
 
@@ -192,7 +197,8 @@ def parse_graph_def(data):
 
 
 class NodeImportError(ValueError):
-    """A node of a GraphDef that jitflow cannot build."""
+    """A node of a GraphDef that jitflow cannot build (inside the import only: it leaves
+    `import_graph_def` as a plain ValueError)."""
 
 
 class _Reader:
@@ -240,7 +246,7 @@ class _Reader:
         return shape_from_proto(self.node.attr[key].shape)
 
     def static_value(self, index: int, what: str):
-        from jitflow.ops.array import get_static_value
+        from jitflow.ops._array_args import get_static_value
         v = get_static_value(self.inputs[index])
         if v is None:
             self.unsupported(f"input {index} ('{what}') that is not a constant")
@@ -338,7 +344,10 @@ def import_graph_def(graph_def, input_map: Optional[dict] = None, return_element
     prefix_name = "import" if name is None else name
     with graph.name_scope(prefix_name or None) as prefix:
         with graph.name_scope(None):
-            created = _create(graph, _sorted_nodes(nodes), prefix, mapping)
+            try:
+                created = _create(graph, _sorted_nodes(nodes), prefix, mapping)
+            except NodeImportError as e:   # what callers see is a plain ValueError
+                raise ValueError(str(e)) from None
     if return_elements is None:
         return None
     out = []
@@ -417,3 +426,10 @@ def _op_of(graph: Graph, full_name: str, outputs: list, before: int) -> Operatio
         return outputs[0].op
     ops = graph.get_operations()
     return ops[-1] if len(ops) > before else graph.create_op("NoOp", [], name=full_name)
+
+
+def node_def(op: Operation):
+    """The NodeDef `op` is written as in a GraphDef (`Operation.node_def`, `str(op)`)."""
+    w = _Writer(op.graph, add_shapes=False)
+    w.write(op)
+    return w.gd.node[-1]   # the Const nodes of static inputs, if any, come before it

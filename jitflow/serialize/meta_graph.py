@@ -104,7 +104,10 @@ def export_meta_graph(filename: Optional[str] = None, meta_info_def=None, graph_
         from google.protobuf import text_format
         data = (text_format.MessageToString(meta).encode() if as_text
                 else meta.SerializeToString())
-        _atomic_write(os.fspath(filename), data)
+        filename = os.fspath(filename)
+        if os.path.dirname(filename):   # TF creates the folders of the file, as write_graph
+            os.makedirs(os.path.dirname(filename), exist_ok=True)
+        _atomic_write(filename, data)
     return meta
 
 

@@ -20,12 +20,13 @@ __all__ = ["DT", "dtype_to_enum", "enum_to_dtype", "enum_to_numpy", "make_tensor
 
 # TensorFlow's DataType numbers (tensorflow/core/framework/types.proto)
 DT = {"float32": 1, "float64": 2, "int32": 3, "uint8": 4, "int16": 5, "int8": 6, "string": 7,
-      "int64": 9, "bool": 10, "float16": 19}
+      "int64": 9, "bool": 10, "uint16": 17, "float16": 19}
 _BY_ENUM = {v: k for k, v in DT.items()}
 # element types jitflow can read into NumPy although it has no dtype of its own for them
-_NUMPY_ONLY = {8: np.complex64, 17: np.uint16, 18: np.complex128, 22: np.uint32,
+_NUMPY_ONLY = {8: np.complex64, 18: np.complex128, 22: np.uint32,
                23: np.uint64}
-_CONTENT = {"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8"}
+_CONTENT = {"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
+            "uint16"}
 _REF = 100
 
 
@@ -158,7 +159,7 @@ def _typed_field(p, dt):
         return p.float_val
     if name == "float64":
         return p.double_val
-    if name in ("int32", "int16", "int8", "uint8"):
+    if name in ("int32", "int16", "int8", "uint8", "uint16"):
         return p.int_val
     if name == "int64":
         return p.int64_val

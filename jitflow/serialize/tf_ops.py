@@ -257,7 +257,7 @@ def _x_random(ctx, op):
 
 @importer("RandomStandardNormal", "RandomUniform", "TruncatedNormal")
 def _i_random(ctx, node):
-    from jitflow.ops.array import get_static_value
+    from jitflow.ops._array_args import get_static_value
     static = get_static_value(ctx.inputs[0])
     attrs = {"dtype": ctx.dtype_attr("dtype"), "seed": _import_seed(ctx), "seed2": 0,
              "shape": None if static is None else tuple(int(d) for d in np.reshape(static, -1))}

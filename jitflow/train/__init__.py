@@ -41,6 +41,10 @@ from jitflow.train.training_util import (assert_global_step, create_global_step,
                                          get_global_step, get_or_create_global_step,
                                          global_step)
 
+# tf.train.Example and its parts (jitflow.serialize.protos)
+_EXAMPLE_MESSAGES = ("Example", "SequenceExample", "Features", "Feature", "FeatureList",
+                     "FeatureLists", "BytesList", "FloatList", "Int64List")
+
 __all__ = [
     "Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer",
     "AdagradOptimizer", "RMSPropOptimizer", "AdadeltaOptimizer", "ExponentialMovingAverage",
@@ -61,12 +65,14 @@ __all__ = [
     "batch_join", "input_producer",
     "limit_epochs", "match_filenames_once", "range_input_producer", "shuffle_batch",
     "shuffle_batch_join", "slice_input_producer", "string_input_producer",
-    "summary_iterator", "SaverDef",
+    "summary_iterator", "SaverDef", *_EXAMPLE_MESSAGES,
 ]
 
 
 def __getattr__(name: str):
-    if name == "SaverDef":   # the message class, with SaverDef.V1 and SaverDef.V2
+    # message classes, made (and protobuf imported) on first use: SaverDef (with SaverDef.V1
+    # and SaverDef.V2) and the records of input files (Example, Features, ...)
+    if name == "SaverDef" or name in _EXAMPLE_MESSAGES:
         from jitflow.serialize import protos
-        return protos.SaverDef
+        return getattr(protos, name)
     raise AttributeError(f"module 'jitflow.train' has no attribute {name!r}")

@@ -7,7 +7,7 @@ var -= lr * update
 """
 from __future__ import annotations
 
-from jitflow.ops.array import group
+from jitflow.ops.identity import group
 from jitflow.ops.state import assign, assign_sub
 from jitflow.train.optimizer import Optimizer
 

@@ -9,7 +9,7 @@ beta1 and beta2 after all variables are updated.
 from __future__ import annotations
 
 from jitflow.core.graph import control_dependencies
-from jitflow.ops.array import group
+from jitflow.ops.identity import group
 from jitflow.ops.state import assign, assign_sub
 from jitflow.train.optimizer import Optimizer
 
@@ -59,7 +59,7 @@ class AdamOptimizer(Optimizer):
 
     def _lr_t(self, var):
         """lr * sqrt(1 - beta2^t) / (1 - beta1^t), built once per apply and dtype."""
-        from jitflow.ops.math import cast
+        from jitflow.ops.math.casting import cast
         dt = var.dtype
         cache = self.__dict__["_hyper_cache"]
         lr_t = cache.get(("lr_t", dt))

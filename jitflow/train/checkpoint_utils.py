@@ -18,7 +18,7 @@ def init_from_checkpoint(ckpt_dir_or_file, assignment_map) -> None:
     `{"old/w": "new/w"}`, `{"old/w": w}`, `{"old_scope/": "new_scope/"}`, `{"/": "scope/"}`.
     The values are read now and stored as constants, as TF1 reads them when the graph is built.
     """
-    from jitflow.ops.array import constant
+    from jitflow.ops.sources import constant
     from jitflow.ops.state import Variable, assign
     from jitflow.train.saver import load_checkpoint
     reader = load_checkpoint(ckpt_dir_or_file)

@@ -31,7 +31,7 @@ def limit_epochs(tensor, num_epochs: Optional[int] = None, name: Optional[str] =
         return tensor
     if num_epochs <= 0:
         raise ValueError(f"num_epochs must be > 0 not {num_epochs}.")
-    from jitflow.ops.array import identity
+    from jitflow.ops.identity import identity
     from jitflow.ops.state import Variable
     from jitflow.core.graph import control_dependencies
     with name_scope(name, "limit_epochs", [tensor]) as scope:
@@ -46,7 +46,7 @@ def _fraction_full(q, capacity: int, summary_name: Optional[str]) -> None:
     if summary_name is None:
         return
     from jitflow.lib import summary
-    from jitflow.ops.math import cast
+    from jitflow.ops.math.casting import cast
     summary.scalar(summary_name, cast(q.size(), _dtypes.float32) * (1.0 / capacity))
 
 
@@ -99,7 +99,7 @@ def range_input_producer(limit, num_epochs: Optional[int] = None, shuffle: bool 
                          seed=None, capacity: int = 32, shared_name: Optional[str] = None,
                          name: Optional[str] = None) -> FIFOQueue:
     """`tf.train.range_input_producer`: a queue of the integers 0..limit-1."""
-    from jitflow.ops.array import range as range_
+    from jitflow.ops.sources import range as range_
     with name_scope(name, "input_producer", [limit]) as scope:
         r = range_(limit)
         return input_producer(r, [], num_epochs, shuffle, seed, capacity, shared_name,
@@ -111,7 +111,8 @@ def slice_input_producer(tensor_list, num_epochs: Optional[int] = None, shuffle:
                          name: Optional[str] = None) -> list:
     """`tf.train.slice_input_producer`: one row of each tensor of `tensor_list` at a time
     (the same row of each), from a queue of row indices."""
-    from jitflow.ops.array import gather, shape
+    from jitflow.ops.shape_ops import shape
+    from jitflow.ops.slicing import gather
     with name_scope(name, "input_producer", list(tensor_list)):
         ts = [convert_to_tensor(t) for t in tensor_list]
         if not ts:
@@ -186,10 +187,10 @@ def _batch_common(lists: list, tensors, batch_size, capacity: int, enqueue_many:
             ops.extend([enq] * threads_per_list)
         add_queue_runner(QueueRunner(q, ops))
         from jitflow.lib import summary
-        from jitflow.ops.math import cast
+        from jitflow.ops.math.casting import cast
         if shuffle is not None:
             full = cast(q.size() - shuffle[0], _dtypes.float32)
-            from jitflow.ops.math import maximum
+            from jitflow.ops.math.compare import maximum
             frac = maximum(0.0, full) * (1.0 / (capacity - shuffle[0]))
             summary.scalar(f"fraction_over_{shuffle[0]}_of_{capacity - shuffle[0]}_full",
                            frac)

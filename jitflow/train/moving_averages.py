@@ -37,7 +37,7 @@ class ExponentialMovingAverage:
         """Create shadows (initialized to the variables' initial values) and return the op that
         updates them all."""
         import jitflow.ops as ops
-        from jitflow.ops.array import group
+        from jitflow.ops.identity import group
         from jitflow.ops.state import Variable, assign_sub
         if var_list is None:
             from jitflow.core.graph import get_default_graph

@@ -215,7 +215,7 @@ class Optimizer:
             dims = as_shape(shape).as_list()
             with graph.as_default(), graph.name_scope(""), graph.control_dependencies(None):
                 named[key] = Variable(lambda: initializer(dims, dtype=as_dtype(dtype)),
-                                      name=f"{var.op.name}/{op_name}", trainable=False)
+                                      name=_slot_name(var, op_name), trainable=False)
         return named[key]
 
     def _zeros_slot(self, var, slot_name: str, op_name: str):
@@ -255,7 +255,7 @@ class Optimizer:
         raise NotImplementedError()
 
     def _finish(self, update_ops: list, name_scope: str) -> Operation:
-        from jitflow.ops.array import group
+        from jitflow.ops.identity import group
         return group(*update_ops, name=name_scope)
 
     def _call_if_callable(self, param):
@@ -271,7 +271,7 @@ class Optimizer:
         key = (name, dtype)
         t = cache.get(key)
         if t is None:
-            from jitflow.ops.math import cast
+            from jitflow.ops.math.casting import cast
             value = self._call_if_callable(value)
             if isinstance(value, Tensor) or hasattr(value, "_to_tensor"):
                 t = cast(convert_to_tensor(value), dtype)
@@ -284,16 +284,26 @@ class Optimizer:
         self.__dict__["_hyper_cache"] = {}
 
 
+def _slot_name(var, op_name: str) -> str:
+    """`<variable scope>/<var op name>/<op_name>`: TF1 makes slots inside the variable scope
+    current where the optimizer applies its gradients (`OptimizeLoss/w/Momentum`)."""
+    from jitflow.ops.variable_scope import get_variable_scope
+    scope = get_variable_scope().name
+    name = f"{var.op.name}/{op_name}"
+    return f"{scope}/{name}" if scope else name
+
+
 def _make_slot_from_tensor(var, value: Tensor, op_name: str):
     from jitflow.ops.state import Variable
     graph = var.graph
+    name = _slot_name(var, op_name)
     with graph.as_default(), graph.name_scope(""), graph.control_dependencies(None):
-        return Variable(value, name=f"{var.op.name}/{op_name}", trainable=False,
+        return Variable(value, name=name, trainable=False,
                         validate_shape=value.shape.is_fully_defined())
 
 
 def _make_slot_variable(var, value: float, op_name: str):
-    from jitflow.ops.array import constant
+    from jitflow.ops.sources import constant
     from jitflow.ops.state import Variable
     graph = var.graph
     npd = var.dtype.as_numpy_dtype
@@ -304,14 +314,15 @@ def _make_slot_variable(var, value: float, op_name: str):
             return constant(np.full(shape, value, dtype=npd), name="Const")
         validate = True
     else:
-        from jitflow.ops.math import broadcast_like
+        from jitflow.ops.math.common import broadcast_like
 
         def init():
             return broadcast_like(constant(np.asarray(value, dtype=npd), name="Const"),
                                   var.initialized_value())
         validate = False
+    name = _slot_name(var, op_name)
     with graph.as_default(), graph.name_scope(""), graph.control_dependencies(None):
-        return Variable(init, name=f"{var.op.name}/{op_name}", trainable=False,
+        return Variable(init, name=name, trainable=False,
                         validate_shape=validate)
 
 

@@ -51,10 +51,6 @@ _DATA_SUFFIX = ".data-00000-of-00001"
 _INDEX_SUFFIX = ".index"
 
 
-class _CheckpointNotFoundError(errors.NotFoundError, ValueError):
-    """A checkpoint file is missing (a NotFoundError that TF1 callers may catch as ValueError)."""
-
-
 # -- atomic file writes ---------------------------------------------------------------------------
 def _fsync_dir(path: str) -> None:
     try:
@@ -342,7 +338,7 @@ class CheckpointReader:
             with open(index_file, "rb") as f:
                 raw = f.read()
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            raise _CheckpointNotFoundError(
+            raise errors.NotFoundError(
                 None, None, f"Unsuccessful TensorSliceReader constructor: Failed to find any "
                             f"matching files for {prefix} (no checkpoint index file "
                             f"{index_file})") from None
@@ -392,7 +388,7 @@ class CheckpointReader:
                 with open(data_file, "rb") as f:
                     data = f.read()
             except FileNotFoundError:
-                raise _CheckpointNotFoundError(
+                raise errors.NotFoundError(
                     None, None, f"Checkpoint data file {data_file} not found") from None
             if hashlib.sha256(data).hexdigest() != self._index.get("data_sha256"):
                 raise errors.DataLossError(None, None, f"Checksum mismatch in checkpoint data "
@@ -565,7 +561,16 @@ class Saver:
             prefix = save_path
         save_dir = os.path.dirname(save_path)
         if save_dir and not os.path.isdir(save_dir):
-            raise ValueError(f"Parent directory of {save_path} doesn't exist, can't save.")
+            # TF's writer creates the checkpoint's folder, one level only
+            try:
+                os.mkdir(save_dir)
+            except FileExistsError:
+                pass
+            except OSError:
+                raise ValueError(f"Parent directory of {save_path} doesn't exist, can't "
+                                 "save.") from None
+            if not os.path.isdir(save_dir):
+                raise ValueError(f"Parent directory of {save_path} doesn't exist, can't save.")
 
         named = []
         for name, op in self._items:
@@ -642,6 +647,8 @@ class Saver:
         if not hasattr(sess, "_load_variable"):
             raise TypeError(f"'sess' must be a Session; {sess!r}")
         save_path = os.fspath(save_path)
+        if not checkpoint_exists(save_path):
+            raise ValueError(f"The passed save_path is not a valid checkpoint: {save_path}")
         reader = CheckpointReader(save_path)
         shapes = reader.get_variable_to_shape_map()
         dtypes = reader.get_variable_to_dtype_map()

@@ -104,6 +104,7 @@ def test_same_inputs_give_the_same_bits_after_another_shape_class():
 def test_generated_source_is_parsed_before_numba(monkeypatch):
     """Source that does not parse is a code generation bug: strict mode raises it; otherwise
     the segment falls back to its references for that class with one warning naming an op."""
+    monkeypatch.setenv("JITFLOW_COMPILE", "numba")
     real = pyprint.print_function
 
     def broken(lk, name="kernel", parallel=False, poison=False):
@@ -128,6 +129,43 @@ def test_generated_source_is_parsed_before_numba(monkeypatch):
     assert r.tobytes() == r2.tobytes()
     msgs = [str(m.message) for m in w if "code generation bug" in str(m.message)]
     assert len(msgs) == 1 and "the_tanh" in msgs[0]
+
+
+def test_llvm_ir_that_does_not_parse_is_a_codegen_bug(monkeypatch, tmp_path):
+    """IR the LLVM printer gets wrong: strict mode raises it; otherwise the segment runs its
+    Numba kernel (the same bits) with one warning naming an op."""
+    from jitflow.backends.numba_cpu import llvmjit
+    real = llvmjit.print_llvm
+
+    def broken(*args):
+        lg = real(*args)
+        lg.text = lg.text.replace("ret i32 0", "ret i32 %nowhere", 1)
+        return lg
+
+    monkeypatch.setattr(llvmjit, "print_llvm", broken)
+    monkeypatch.setenv("JITFLOW_COMPILE", "sync")
+    monkeypatch.setenv("JITFLOW_CACHE_DIR", str(tmp_path))   # no object of it on disk
+    x = tf.placeholder(tf.float32, [None], name="xin")
+    y = tf.tanh(x * 1.375, name="the_other_tanh")
+    a = np.array([0.25, -1.5], np.float32)
+    monkeypatch.setenv("JITFLOW_STRICT", "1")
+    with tf.Session(backend="numba") as sess:
+        with pytest.raises(base.CodegenError, match="fast path could not build it"):
+            sess.run(y, {x: a})
+    monkeypatch.setenv("JITFLOW_STRICT", "0")
+    base.WARNED_OPS.clear()
+    with tf.Session(backend="numba") as sess:
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            r = sess.run(y, {x: a})
+        spec = next(iter(sess._specs.values()))
+        (c,) = spec.executable.kernels[spec.executable.steps[0]].compiled.values()
+    assert c.level == "numba"
+    msgs = [str(m.message) for m in w if "code generation bug" in str(m.message)]
+    assert len(msgs) == 1 and ("the_other_tanh" in msgs[0] or "mul" in msgs[0]), msgs
+    monkeypatch.setattr(llvmjit, "print_llvm", real)
+    with tf.Session(backend="numba") as sess:
+        assert sess.run(y, {x: a}).tobytes() == r.tobytes()
 
 
 def test_poison_mode_fills_every_allocation(monkeypatch):

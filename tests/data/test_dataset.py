@@ -260,3 +260,120 @@ def test_parity_with_tensorflow(name):
                         np.atleast_1d(h) if not isinstance(h, tuple) else h):
             np.testing.assert_array_equal(b, a)
             assert np.asarray(b).dtype == np.asarray(a).dtype
+
+
+# -- TFRecordDataset ----------------------------------------------------------------------------
+@pytest.mark.parametrize("compression", ["", "GZIP", "ZLIB"])
+def test_tfrecord_dataset(tmp_path, backend, compression):
+    paths = []
+    for f in range(2):
+        p = str(tmp_path / f"r{f}.tfrecord")
+        with tf.io.TFRecordWriter(p, compression) as w:
+            for i in range(3):
+                w.write(f"f{f}r{i}".encode())
+        paths.append(p)
+    ds = tf.data.TFRecordDataset(paths, compression_type=compression)
+    assert ds.output_types == tf.string and ds.output_shapes.as_list() == []
+    nxt = ds.make_one_shot_iterator().get_next()
+    with tf.Session() as sess:
+        got = [sess.run(nxt) for _ in range(6)]
+        with pytest.raises(errors.OutOfRangeError):
+            sess.run(nxt)
+    assert got == [b"f0r0", b"f0r1", b"f0r2", b"f1r0", b"f1r1", b"f1r2"]
+
+
+def test_tfrecord_dataset_fed_names_and_errors(tmp_path):
+    p = str(tmp_path / "r.tfrecord")
+    with tf.io.TFRecordWriter(p) as w:
+        w.write(b"only")
+    names = tf.placeholder(tf.string, [None])
+    it = tf.data.TFRecordDataset(names).make_initializable_iterator()
+    nxt = it.get_next()
+    with tf.Session() as sess:
+        sess.run(it.initializer, {names: [p, p]})
+        assert [sess.run(nxt), sess.run(nxt)] == [b"only", b"only"]
+        sess.run(it.initializer, {names: [str(tmp_path / "missing")]})
+        with pytest.raises(errors.NotFoundError, match="No such file or directory"):
+            sess.run(nxt)
+        sess.run(it.initializer, {names: [p]})
+        assert sess.run(nxt) == b"only"
+    with pytest.raises(ValueError, match="Unsupported compression_type: BZ2"):
+        tf.data.TFRecordDataset(p, compression_type="BZ2")
+    with pytest.raises(ValueError, match="scalar or a vector"):
+        tf.data.TFRecordDataset([[p]])
+
+
+def test_tfrecord_dataset_parity_with_tensorflow(tmp_path):
+    tf_ref = pytest.importorskip("tensorflow.compat.v1")
+    p = str(tmp_path / "r.tfrecord")
+    with tf_ref.io.TFRecordWriter(p, "ZLIB") as w:
+        for i in range(4):
+            w.write(bytes([i]) * i)
+    out = []
+    for m in (tf_ref, tf):
+        g = m.Graph()
+        with g.as_default():
+            nxt = m.data.make_one_shot_iterator(
+                m.data.TFRecordDataset([p], compression_type="ZLIB").batch(3)).get_next()
+            with m.Session(graph=g) as sess:
+                out.append([sess.run(nxt).tolist(), sess.run(nxt).tolist()])
+    assert out[0] == out[1]
+
+
+# -- SparseTensor components (VarLenFeature in a map) --------------------------------------------
+def _records(m):
+    def ex(v, y):
+        return m.train.Example(features=m.train.Features(feature={
+            "v": m.train.Feature(int64_list=m.train.Int64List(value=v)),
+            "y": m.train.Feature(float_list=m.train.FloatList(value=[y]))})).SerializeToString()
+    return [ex([1, 2], 0.5), ex([], 1.5), ex([3, 4, 5], 2.5)]
+
+
+def _sparse_pipeline(m):
+    feats = {"v": m.VarLenFeature(m.int64), "y": m.FixedLenFeature([], m.float32)}
+    return m.data.Dataset.from_tensor_slices(_records(m)).map(
+        lambda s: m.parse_single_example(s, feats))
+
+
+def test_sparse_components_map_batch_and_get_next(backend):
+    ds = _sparse_pipeline(tf)
+    assert ds.output_classes["v"] is tf.SparseTensor and ds.output_classes["y"] is tf.Tensor
+    assert ds.output_shapes["v"].as_list() == [None]
+    batched = ds.batch(2)
+    assert batched.output_shapes["v"].as_list() == [None, None]
+    nxt = batched.make_one_shot_iterator().get_next()
+    assert isinstance(nxt["v"], tf.SparseTensor)
+    dense = tf.sparse.to_dense(nxt["v"])
+    with tf.Session() as sess:
+        first = sess.run(nxt)
+        np.testing.assert_array_equal(first["v"].indices, [[0, 0], [0, 1]])
+        np.testing.assert_array_equal(first["v"].values, [1, 2])
+        np.testing.assert_array_equal(first["v"].dense_shape, [2, 2])   # widest row: 2
+        np.testing.assert_array_equal(first["y"], [0.5, 1.5])
+        np.testing.assert_array_equal(sess.run(dense), [[3, 4, 5]])
+    # a map over a sparse component sees a SparseTensor
+    tf.reset_default_graph()
+    lengths = _sparse_pipeline(tf).map(lambda d: tf.size(d["v"].values))
+    nxt = lengths.make_one_shot_iterator().get_next()
+    with tf.Session() as sess:
+        assert [sess.run(nxt) for _ in range(3)] == [2, 0, 3]
+    with pytest.raises(NotImplementedError, match="SparseTensor components"):
+        _sparse_pipeline(tf).padded_batch(2, {"v": [None], "y": []})
+
+
+def test_sparse_components_parity_with_tensorflow():
+    tf_ref = pytest.importorskip("tensorflow.compat.v1")
+    out = []
+    for m in (tf_ref, tf):
+        g = m.Graph()
+        with g.as_default():
+            ds = _sparse_pipeline(m).shuffle(1).repeat(2).batch(2)
+            nxt = m.data.make_one_shot_iterator(ds).get_next()
+            with m.Session(graph=g) as sess:
+                got = []
+                for _ in range(3):
+                    v = sess.run(nxt)
+                    got.append([v["v"].indices.tolist(), v["v"].values.tolist(),
+                                v["v"].dense_shape.tolist(), v["y"].tolist()])
+                out.append(got)
+    assert out[0] == out[1]

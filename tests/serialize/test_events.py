@@ -69,7 +69,7 @@ def test_damaged_event_file_is_data_loss(tmp_path):
         f.write(raw)
     it = tf.train.summary_iterator(path)
     assert next(it).file_version == "brain.Event:2"
-    with pytest.raises(tf.errors.DataLossError, match="checksum"):
+    with pytest.raises(tf.errors.DataLossError, match="corrupted record"):
         next(it)
 
 

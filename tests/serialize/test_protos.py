@@ -31,6 +31,24 @@ _TF_MODULES = {
     "tensorflow.core.protobuf.saved_model_pb2": ["SavedModel"],
     "tensorflow.core.protobuf.tensor_bundle_pb2": ["BundleHeaderProto", "BundleEntryProto"],
     "tensorflow.python.training.checkpoint_state_pb2": ["CheckpointState"],
+    "tensorflow.core.framework.step_stats_pb2": [
+        "AllocationRecord", "AllocatorMemoryUsed", "NodeOutput", "MemoryStats", "NodeExecStats",
+        "DeviceStepStats", "StepStats"],
+    "tensorflow.core.framework.tensor_description_pb2": ["TensorDescription"],
+    "tensorflow.core.framework.allocation_description_pb2": ["AllocationDescription"],
+    "tensorflow.core.framework.cost_graph_pb2": ["CostGraphDef"],
+    "tensorflow.core.protobuf.config_pb2": [
+        "GPUOptions", "OptimizerOptions", "GraphOptions", "ThreadPoolOptionProto",
+        "SessionMetadata", "ConfigProto", "RunOptions", "RunMetadata", "TensorConnection",
+        "CallableOptions"],
+    "tensorflow.core.protobuf.rewriter_config_pb2": [
+        "AutoParallelOptions", "ScopedAllocatorOptions", "RewriterConfig"],
+    "tensorflow.core.protobuf.verifier_config_pb2": ["VerifierConfig"],
+    "tensorflow.core.protobuf.cluster_pb2": ["JobDef", "ClusterDef"],
+    "tensorflow.core.protobuf.debug_pb2": ["DebugTensorWatch", "DebugOptions"],
+    "tensorflow.core.example.feature_pb2": ["BytesList", "FloatList", "Int64List", "Feature",
+                                            "Features", "FeatureList", "FeatureLists"],
+    "tensorflow.core.example.example_pb2": ["Example", "SequenceExample"],
 }
 
 
@@ -89,3 +107,47 @@ def test_messages_are_usable():
     # bytes) and simple_value (field 2, fixed32 1.5: 5 bytes)
     assert s.SerializeToString() == b"\n\x08\n\x01t\x15\x00\x00\xc0?"
     assert protos.enum_value("tensorflow.DataType", "DT_HALF") == 19
+
+
+def _example(m):
+    """The same Example through the message classes of module `m` (tf.train)."""
+    return m.Example(features=m.Features(feature={
+        "label": m.Feature(int64_list=m.Int64List(value=[1, -2, 2 ** 40])),
+        "weights": m.Feature(float_list=m.FloatList(value=[1.5, 2.5])),
+        "image": m.Feature(bytes_list=m.BytesList(value=[b"\x00\x01", b"hi"])),
+        "empty": m.Feature(),
+    }))
+
+
+def test_example_bytes_by_hand():
+    import jitflow as tf
+    one = tf.train.Example(features=tf.train.Features(feature={
+        "a": tf.train.Feature(int64_list=tf.train.Int64List(value=[3]))}))
+    # by hand: Example.features (field 1, 12 bytes) holding one map entry (field 1, 10 bytes):
+    # key "a" (field 1), value Feature (field 2, 5 bytes) holding int64_list (field 3, 3 bytes)
+    # holding the packed values (field 1, 1 byte: 3)
+    assert one.SerializeToString() == b"\n\x0c\n\n\n\x01a\x12\x05\x1a\x03\n\x01\x03"
+    f = tf.train.Feature(float_list=tf.train.FloatList(value=[1.5]))
+    assert f.SerializeToString() == b"\x12\x06\n\x04\x00\x00\xc0?"   # packed float 1.5
+    assert f.WhichOneof("kind") == "float_list"
+    back = tf.train.Example.FromString(_example(tf.train).SerializeToString())
+    assert list(back.features.feature["label"].int64_list.value) == [1, -2, 2 ** 40]
+    assert back.features.feature["empty"].WhichOneof("kind") is None
+    seq = tf.train.SequenceExample()
+    seq.feature_lists.feature_list["t"].feature.add().int64_list.value.append(7)
+    assert tf.train.SequenceExample.FromString(seq.SerializeToString()) == seq
+
+
+def test_example_bytes_equal_tensorflows():
+    tf_ref = pytest.importorskip("tensorflow.compat.v1")
+    import jitflow as tf
+    ours, theirs = _example(tf.train), _example(tf_ref.train)
+    assert ours.SerializeToString() == theirs.SerializeToString()
+    assert ours.SerializeToString(deterministic=True) == \
+        theirs.SerializeToString(deterministic=True)
+    seq = [m.SequenceExample(context=m.Features(feature={"n": m.Feature(
+        int64_list=m.Int64List(value=[2]))}), feature_lists=m.FeatureLists(feature_list={
+            "x": m.FeatureList(feature=[m.Feature(float_list=m.FloatList(value=[0.5])),
+                                        m.Feature(float_list=m.FloatList(value=[1.0]))])}))
+           for m in (tf.train, tf_ref.train)]
+    assert seq[0].SerializeToString() == seq[1].SerializeToString()

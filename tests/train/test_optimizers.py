@@ -177,6 +177,21 @@ def test_momentum_slot_name_and_initial_zeros(backend):
         np.testing.assert_array_equal(sess.run(slot), np.zeros(3, np.float32))
 
 
+def test_slots_are_named_in_the_variable_scope_of_the_update():
+    """TF1 (checked with TF 2.21 compat.v1): slots made under `variable_scope("outer")` are
+    `outer/w/Momentum`; a name scope alone leaves them `w/Adam`."""
+    w, b, loss = _model()
+    with tf.variable_scope("outer"):
+        with tf.name_scope("ns"):
+            tf.train.MomentumOptimizer(0.1, 0.9).minimize(loss, var_list=[w])
+    with tf.name_scope("only_ns"):
+        adam = tf.train.AdamOptimizer(0.1)
+        adam.minimize(loss, var_list=[w])
+    names = {v.op.name for v in tf.global_variables()}
+    assert {"outer/w/Momentum", "w/Adam", "w/Adam_1"} <= names
+    assert adam.get_slot(w, "m").op.name == "w/Adam"
+
+
 def test_rmsprop_slots_named_in_tf1_order():
     w, b, loss = _model()
     opt = tf.train.RMSPropOptimizer(0.01, centered=True)

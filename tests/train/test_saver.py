@@ -158,14 +158,19 @@ def test_save_relative_paths(tmp_path):
     assert tf.train.latest_checkpoint(str(moved)) == str(moved / "r")
 
 
-def test_missing_checkpoint_raises_not_found(tmp_path):
+def test_missing_checkpoint(tmp_path):
+    # TF1: the Saver says ValueError, the reader (a C++ op in TF) NotFoundError
     w, b = _build()
     saver = tf.train.Saver()
     with tf.Session() as sess:
-        with pytest.raises(tf.errors.NotFoundError, match="nothere"):
+        with pytest.raises(ValueError, match="not a valid checkpoint: .*nothere") as info:
             saver.restore(sess, str(tmp_path / "nothere"))
+        assert type(info.value) is ValueError
         with pytest.raises(ValueError):
             saver.restore(sess, None)
+    with pytest.raises(tf.errors.NotFoundError, match="nothere") as info:
+        tf.train.NewCheckpointReader(str(tmp_path / "nothere"))
+    assert not isinstance(info.value, ValueError)
 
 
 def test_missing_variable_raises_not_found(tmp_path):
@@ -238,12 +243,23 @@ def test_uninitialized_variable_cannot_be_saved(tmp_path):
             tf.train.Saver().save(sess, str(tmp_path / "m"))
 
 
-def test_missing_parent_directory(tmp_path):
+def test_missing_parent_directory(tmp_path, monkeypatch):
+    # as TF 2.21: the checkpoint's own folder is created, a missing folder above it is an error
     w, b = _build()
+    monkeypatch.chdir(tmp_path)
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
-        with pytest.raises(ValueError, match="Parent directory"):
-            tf.train.Saver().save(sess, str(tmp_path / "no" / "m"))
+        saver = tf.train.Saver()
+        assert saver.save(sess, "./model/dnn.ckpt") == "./model/dnn.ckpt"
+        assert sorted(os.listdir("model")) == ["checkpoint", "dnn.ckpt.data-00000-of-00001",
+                                               "dnn.ckpt.index", "dnn.ckpt.meta"]
+        sess.run(tf.assign(w, W + 5))
+        saver.restore(sess, "./model/dnn.ckpt")
+        np.testing.assert_array_equal(sess.run(w), W)
+        with pytest.raises(ValueError, match="Parent directory of .*m doesn't exist") as info:
+            saver.save(sess, str(tmp_path / "no" / "more" / "m"))
+        assert type(info.value) is ValueError
+        assert not os.path.exists(tmp_path / "no")
 
 
 def test_files_are_tensorflow_v2_bundles(tmp_path):
@@ -598,3 +614,53 @@ def test_meta_file_is_written_like_the_data_and_index(tmp_path):
     with tf.Session() as sess:
         restorer.restore(sess, prefix)
         np.testing.assert_array_equal(sess.run("layer/w:0"), W)
+
+
+def test_graph_and_event_writers_create_their_folders(tmp_path):
+    # as TF 2.21: write_graph, export_meta_graph and FileWriter make every missing folder
+    w, b = _build()
+    with tf.Session() as sess:
+        g = sess.graph
+        text = tf.train.write_graph(g, str(tmp_path / "g" / "h"), "g.pbtxt")
+        binary = tf.io.write_graph(g.as_graph_def(), str(tmp_path / "gb" / "x"), "g.pb",
+                                   as_text=False)
+        tf.train.Saver().export_meta_graph(str(tmp_path / "meta" / "deep" / "m.meta"))
+        tf.summary.FileWriter(str(tmp_path / "logs" / "run1")).close()
+    assert text == str(tmp_path / "g" / "h" / "g.pbtxt") and os.path.isfile(text)
+    assert os.path.isfile(binary) and os.path.isfile(tmp_path / "meta" / "deep" / "m.meta")
+    assert len(os.listdir(tmp_path / "logs" / "run1")) == 1
+    with open(binary, "rb") as f:
+        nodes = {n.name for n in tf.GraphDef.FromString(f.read()).node}
+    assert {"layer/w", "layer/w/Assign", "b", "b/read"} <= nodes
+
+
+def test_checkpoint_folders_match_tensorflow(tmp_path):
+    tf1 = pytest.importorskip("tensorflow.compat.v1")
+    tf1.disable_eager_execution()
+
+    def attempt(t, sess, saver, path):
+        try:
+            saver.save(sess, path)
+            return "saved", sorted(os.listdir(os.path.dirname(path)))
+        except ValueError as e:
+            return "ValueError", str(e)
+
+    results = {}
+    for name, t in (("tf", tf1), ("jitflow", tf)):
+        with t.Graph().as_default():
+            v = t.Variable(np.float32(1.0), name="v")
+            with t.Session() as sess:
+                sess.run(v.initializer)
+                saver = t.train.Saver()
+                root = tmp_path / name
+                root.mkdir()
+                results[name] = [attempt(t, sess, saver, str(root / "one" / "m.ckpt")),
+                                 attempt(t, sess, saver, str(root / "a" / "b" / "m.ckpt"))]
+                try:
+                    saver.restore(sess, str(root / "none" / "m.ckpt"))
+                except ValueError as e:
+                    results[name].append(("ValueError", str(e)))
+    assert [r[0] for r in results["jitflow"]] == ["saved", "ValueError", "ValueError"]
+    assert results["jitflow"][0] == results["tf"][0]
+    assert [r[1].replace(str(tmp_path / "jitflow"), "") for r in results["jitflow"][1:]] == \
+        [r[1].replace(str(tmp_path / "tf"), "") for r in results["tf"][1:]]

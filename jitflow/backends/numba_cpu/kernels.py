@@ -252,6 +252,12 @@ def build_code(c: Compiled, seg: Segment, level: str) -> None:
     or cheap (a small kernel), with the optimized code then queued on the compiler thread.
     Where the LLVM printer does not cover the kernel, the Numba kernel (the same bits);
     CodegenError when neither can."""
+    with _bg.foreground():   # no background compile holds LLVM meanwhile
+        _build_code(c, seg, level)
+
+
+def _build_code(c: Compiled, seg: Segment, level: str) -> None:
+    STATS["kernels"] = STATS.get("kernels", 0) + 1
     if level != "numba":
         from jitflow.backends.numba_cpu import llvmjit
         t0 = time.perf_counter()
@@ -262,9 +268,11 @@ def build_code(c: Compiled, seg: Segment, level: str) -> None:
                          else "quick")
             run = prep.build(level)
         except LoopUnsupported as e:
+            STATS["numba_fallbacks"] = STATS.get("numba_fallbacks", 0) + 1
             if config.debug_level() >= 1:
                 config.debug(f"segment of {len(seg.ops)} ops: no fast path ({e}): Numba")
         except Exception as e:  # noqa: BLE001  (a printer bug: Numba compiles it instead)
+            STATS["numba_fallbacks"] = STATS.get("numba_fallbacks", 0) + 1
             if config.strict():
                 raise CodegenError(f"the fast path could not build it: {e}", seg) from e
             fallback(seg, f"the fast path could not build it: {e}", bug=True)

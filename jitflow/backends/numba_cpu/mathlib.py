@@ -75,7 +75,7 @@ def _typed(nargs: int, typer):
 def _llvm_intrinsic(name: str, nargs: int):
     def typer(t):
         def codegen(context, builder, sig, vals):
-            f = mathir.intrinsic(builder.module, name, _ltype(t), nargs)
+            f = mathir.declare_intrinsic(builder.module, name, _ltype(t), nargs)
             return builder.call(f, list(vals))
         return t, codegen
     fn = _typed(nargs, typer)

@@ -20,6 +20,18 @@ MESSAGES = (
     "LogMessage", "SessionLog", "TaggedRunMetadata", "Event", "SaverDef", "CollectionDef",
     "TensorInfo", "SignatureDef", "AssetFileDef", "MetaGraphDef", "VariableDef", "SavedModel",
     "BundleHeaderProto", "BundleEntryProto", "CheckpointState",
+    # feature.proto, example.proto
+    "BytesList", "FloatList", "Int64List", "Feature", "Features", "FeatureList", "FeatureLists",
+    "Example", "SequenceExample",
+    # step_stats.proto
+    "AllocationDescription", "TensorDescription", "AllocationRecord", "AllocatorMemoryUsed",
+    "NodeOutput", "MemoryStats", "NodeExecStats", "DeviceStepStats", "StepStats", "CostGraphDef",
+    # config.proto
+    "GPUOptions", "OptimizerOptions", "VerifierConfig", "AutoParallelOptions",
+    "ScopedAllocatorOptions", "RewriterConfig", "GraphOptions", "ThreadPoolOptionProto",
+    "SessionMetadata", "RPCOptions", "JobDef", "ClusterDef", "CoordinatedJob",
+    "CoordinationServiceConfig", "ConfigProto", "DebugTensorWatch", "DebugOptions", "RunOptions",
+    "RunMetadata", "TensorConnection", "CallableOptions",
 )
 
 _lock = threading.Lock()

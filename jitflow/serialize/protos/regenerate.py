@@ -16,7 +16,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FILES = ["tensorflow/types.proto", "tensorflow/tensor.proto", "tensorflow/graph.proto",
-         "tensorflow/summary.proto", "tensorflow/meta_graph.proto"]
+         "tensorflow/summary.proto", "tensorflow/meta_graph.proto", "tensorflow/step_stats.proto",
+         "tensorflow/config.proto", "tensorflow/feature.proto", "tensorflow/example.proto"]
 
 
 def descriptor_set() -> bytes:

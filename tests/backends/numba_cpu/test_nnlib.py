@@ -103,15 +103,16 @@ WINOGRAD_CASES = [
 
 def _winograd_graph(dtype, cases):
     npd = np.dtype(dtype)
+    rng = np.random.default_rng(11)   # the same inputs whichever tests ran before
     inputs, fetches = [], []
     for n, (h, w), k, padding, cin, cout in cases:
         x = tf.placeholder(dtype, [None, h, w, cin])
-        f = tf.Variable(RNG.standard_normal((k, k, cin, cout)).astype(npd) / k)
+        f = tf.Variable(rng.standard_normal((k, k, cin, cout)).astype(npd) / k)
         y = tf.nn.conv2d(x, f, [1, 1, 1, 1], padding)
         gx, gf = tf.gradients(tf.reduce_sum(tf.sin(y)), [x, f])
         inputs.append((x, (n, h, w, cin)))
         fetches.append([y, gx, gf])
-    feed = {x: RNG.standard_normal(shape).astype(npd) for x, shape in inputs}
+    feed = {x: rng.standard_normal(shape).astype(npd) for x, shape in inputs}
     return fetches, feed
 
 
@@ -137,9 +138,9 @@ def test_only_convolutions_that_can_use_winograd_call_its_routines():
     """The lowering picks the `_w` routines from the graph's static attributes (so kernels of
     other convolutions never compile the Winograd code); its threshold is nnlib's."""
     from jitflow.backends.numba_cpu import nnlib
-    from jitflow.ops import nn as nn_ops
-    assert nn_ops.WINOGRAD_MIN_CHANNELS == nnlib._WINO_MIN_CHANNELS
-    assert nn_ops.WINOGRAD5_MAX_CHANNELS == nnlib._WINO5_MAX_CHANNELS
+    from jitflow.ops.nn import window_lowering
+    assert window_lowering.WINOGRAD_MIN_CHANNELS == nnlib._WINO_MIN_CHANNELS
+    assert window_lowering.WINOGRAD5_MAX_CHANNELS == nnlib._WINO5_MAX_CHANNELS
     fetches, feed = _winograd_graph("float32", WINOGRAD_CASES[:1])
     x = tf.placeholder(tf.float32, [None, 8, 8, 16])
     small = tf.nn.conv2d(x, tf.constant(np.ones((3, 3, 16, 4), np.float32)), 1, "SAME")
@@ -499,11 +500,13 @@ def test_read_only_operands_share_the_routines_compiled_for_writable_ones(monkey
     specialisation per dtype instead of one per combination of read-only operands."""
     from numba.core import types
     monkeypatch.setenv("JITFLOW_CACHE", "0")   # kernels built here: their routines get typed
+    monkeypatch.setenv("JITFLOW_COMPILE", "numba")   # the Numba kernels call them
+    rng = np.random.default_rng(21)   # the same inputs whatever ran before
 
     from jitflow.backends.numba_cpu import nnlib
     x = tf.placeholder(tf.float32, [None, 8, 8, 3])
-    f = tf.constant(RNG.standard_normal((3, 3, 3, 4)).astype(np.float32))
-    w = tf.Variable(RNG.standard_normal((3, 3, 4, 4)).astype(np.float32))
+    f = tf.constant(rng.standard_normal((3, 3, 3, 4)).astype(np.float32))
+    w = tf.Variable(rng.standard_normal((3, 3, 4, 4)).astype(np.float32))
     y = tf.nn.conv2d(tf.nn.conv2d(x, f, [1, 1, 1, 1], "SAME"), w, [1, 1, 1, 1], "VALID")
     d = tf.nn.depthwise_conv2d(x, tf.constant(np.ones((2, 2, 3, 2), np.float32)),
                                [1, 1, 1, 1], "SAME")
@@ -511,7 +514,7 @@ def test_read_only_operands_share_the_routines_compiled_for_writable_ones(monkey
     q = tf.nn.avg_pool(d, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
     loss = tf.reduce_sum(p * p) + tf.reduce_sum(q)
     fetches = [loss] + tf.gradients(loss, [x, w])
-    xv = RNG.standard_normal((2, 8, 8, 3)).astype(np.float32)
+    xv = rng.standard_normal((2, 8, 8, 3)).astype(np.float32)
     xv.setflags(write=False)
     out = _both(fetches, {x: xv})
     assert_same_result(out["numba"], out["interpreter"], rtol=1e-4, atol=1e-4)

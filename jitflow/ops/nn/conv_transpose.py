@@ -3,7 +3,7 @@ with respect to its input, used as a layer ("deconvolution").
 
 The op `Conv2DBackpropInputSizes` is TF's Conv2DBackpropInput: inputs (input_sizes, filter,
 out_backprop), the size of the result given as an int vector. Its reference is the
-Conv2DBackpropInput reference of `jitflow.ops.nn` applied to a zero tensor of that size; its
+Conv2DBackpropInput reference of conv.py applied to a zero tensor of that size; its
 gradients are a convolution (for out_backprop) and a filter gradient (for the filter).
 """
 from __future__ import annotations
@@ -16,9 +16,11 @@ from jitflow.core import dtypes as _dtypes
 from jitflow.core import errors
 from jitflow.core.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.compiler.ir import LibCall
-from jitflow.ops.nn import (_check_conv_grad_dims, _conv_input_grad_ref, _four, _np_conv_direct,
-                            _np_vjp, _out_size, _padding, _win_out, _win_params, _win_stored,
-                            winograd_candidate)
+from jitflow.ops.nn.conv import _conv_input_grad_ref, _np_conv_direct
+from jitflow.ops.nn.window import _four, _np_vjp, _out_size, _padding
+from jitflow.ops.nn.window_lowering import (
+    _check_conv_grad_dims, _win_out, _win_params, _win_stored, winograd_candidate,
+)
 from jitflow.ops.reduce import _legacy
 from jitflow.ops.registry import Example, register
 from jitflow.core.shapes import TensorShape
