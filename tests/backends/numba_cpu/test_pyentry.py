@@ -683,3 +683,232 @@ def test_the_warm_runner_hands_feeds_to_the_entry_directly():
         got = f(np.float64(2.0), 3.0)      # numpy would convert it: the general path does
         assert type(got) is np.float32 and got == np.float32(1.2) and len(seen) == 51
         assert fp((np.float64(2.0), 3.0) + ct, vs) is None
+
+
+# -- Session.run through the entry: errors, refusals, reference counts, swaps, threads -------
+def _feed_errors(native: bool, monkeypatch) -> list:
+    monkeypatch.setenv("JITFLOW_NATIVE_ENTRY", "1" if native else "0")
+    tf.reset_default_graph()
+    x = tf.placeholder(tf.float32, [None, 3], name="x")
+    s = tf.placeholder(tf.float32, [], name="s")
+    a = tf.placeholder(tf.float32, [None], name="a")
+    b = tf.placeholder(tf.float32, [None], name="b")
+    y, z = x * 2.0 + s, a + b
+    good, one = np.ones((2, 3), np.float32), np.ones(3, np.float32)
+    bad_feeds = [
+        (y, {x: np.ones((2, 4), np.float32), s: 1.0}),
+        (y, {x: np.ones(3, np.float32), s: 1.0}),
+        (y, {x: np.ones((2, 3, 1), np.float32), s: 1.0}),
+        (y, {x: np.array([["a", "b", "c"]]), s: 1.0}),
+        (y, {x: "abc", s: 1.0}),
+        (y, {x: good, s: np.ones(2, np.float32)}),
+        (y, {x: good, s: "q"}),
+        (z, {a: one, b: np.ones(4, np.float32)}),        # the kernel's dim check
+    ]
+    out = []
+    with tf.Session() as sess:
+        for _ in range(3):      # warm: the runners hold the entry
+            sess.run(y, {x: good, s: 1.0})
+            sess.run(z, {a: one, b: one})
+        fasts = [spec.executable._fast for spec in sess._specs.values()]
+        assert all((f.last[0] is not None) == native for f in fasts)
+        for fetch, feed in bad_feeds:
+            with pytest.raises(Exception) as e:
+                sess.run(fetch, feed)
+            out.append((type(e.value), str(e.value)))
+    return out
+
+
+def test_bad_feeds_give_the_python_paths_errors_with_the_entry(monkeypatch):
+    """Wrong shapes, ranks, dtypes and a failing dim check, warm: the same exception and
+    message with the native entry as without, each naming the tensor and both shapes or the
+    dtype."""
+    native = _feed_errors(True, monkeypatch)
+    wrapped = _feed_errors(False, monkeypatch)
+    assert native == wrapped
+    kinds = [k for k, _ in native]
+    assert kinds[:7] == [ValueError] * 7 and issubclass(kinds[7], tf.errors.InvalidArgumentError)
+    msgs = [m for _, m in native]
+    assert "shape (2, 4)" in msgs[0] and "'x:0'" in msgs[0] and "(?, 3)" in msgs[0]
+    assert "shape (3,)" in msgs[1] and "shape (2, 3, 1)" in msgs[2]
+    assert "'x:0' of dtype float32" in msgs[3] and "'abc'" in msgs[4]
+    assert "shape (2,)" in msgs[5] and "'s:0'" in msgs[5] and "'s:0' of dtype float32" in msgs[6]
+    assert "(3,)" in msgs[7] and "(4,)" in msgs[7]
+
+
+def _counting_entry(fast):
+    """Wrap the warm runner's last entry: the calls it sees and what each returned."""
+    fp, *rest = fast.last[0]
+    seen = []
+
+    def counting(ins, vs):
+        out = fp(ins, vs)
+        seen.append(out is not None)
+        return out
+    fast.last[0] = (counting, *rest)
+    return seen
+
+
+def test_feeds_the_entry_does_not_take_go_the_general_way_with_the_same_results():
+    """Non-contiguous, Fortran-order, read-only, float64, int, list, numpy-scalar and 0-d array
+    feeds: the entry refuses (None) those it does not take exactly, the general path converts
+    them, and the results are the interpreter's."""
+    x = tf.placeholder(tf.float32, [None, 3], name="x")
+    s = tf.placeholder(tf.float32, [], name="s")
+    y = x * 2.0 + s
+    base = np.arange(24, dtype=np.float32).reshape(4, 6) / 7
+    ro = base[:2, :3].copy()
+    ro.flags.writeable = False
+    cases = [   # (x, s, the entry takes it)
+        (base[:2, :3].copy(), 0.5, True),
+        (base[:, ::2][:, :3], 0.5, False),                  # strided
+        (np.asfortranarray(base[:3, :3]), 0.5, False),      # Fortran order
+        (ro, 0.5, False),                                  # read-only
+        (base[:2, :3].astype(np.float64), 0.5, False),      # float64 converted
+        (base[:2, :3].tolist(), 0.5, False),                # a list
+        (base[:2, :3].copy(), np.float64(0.25), False),     # numpy converts it: general
+        (base[:2, :3].copy(), np.float32(0.25), True),
+        (base[:2, :3].copy(), 3, True),
+        (base[:2, :3].copy(), np.array(0.5, np.float32), True),
+        (base[:2, :3].copy(), np.array(0.5), False),
+        (base[:2, :3].copy(), True, False),
+    ]
+    with tf.Session() as sess:
+        for _ in range(3):
+            sess.run(y, {x: cases[0][0], s: 0.5})
+        (spec,) = sess._specs.values()
+        for xv, sv, taken in cases:
+            seen = _counting_entry(spec.executable._fast)    # (a general run sets it anew)
+            got = sess.run(y, {x: xv, s: sv})
+            want = sess_reference(y, {x: xv, s: sv})
+            assert type(got) is np.ndarray and got.dtype == np.float32
+            np.testing.assert_array_equal(got, want)
+            assert seen == [taken], (xv, sv)
+
+
+def test_warm_runs_leave_reference_counts_flat():
+    """100,000 warm runs through the entry (array and Python float feeds, an array and a
+    numpy scalar result) and 2,000 refused or failing ones: the feeds', the feed dict's and
+    the dtype's reference counts do not move, and every result is referenced only by its
+    caller."""
+    import weakref
+    x = tf.placeholder(tf.float32, [None], name="x")
+    s = tf.placeholder(tf.float32, [], name="s")
+    y = x * 2.0 + 1.0
+    t = tf.reduce_sum(x * s)
+    arr = np.arange(10, dtype=np.float32)
+    sv = 1.5
+    dt = np.dtype(np.float32)
+    with tf.Session() as sess:
+        feed, feed2 = {x: arr}, {x: arr, s: sv}
+        for _ in range(3):
+            r = sess.run(y, feed)     # (r holds a reference to the dtype)
+            q = sess.run(t, feed2)
+        before = [sys.getrefcount(o) for o in (arr, sv, feed, feed2, dt, x, s)]
+        n0 = llvmjit.STATS["wrapper_calls"]
+        for _ in range(100_000):
+            r = sess.run(y, feed)
+            q = sess.run(t, feed2)
+        assert [sys.getrefcount(o) for o in (arr, sv, feed, feed2, dt, x, s)] == before
+        assert all(sp.executable._fast.last[0] is not None for sp in sess._specs.values())
+        bad = {x: np.ones((2, 2), np.float32)}
+        strided = {x: np.arange(20, dtype=np.float32)[::2]}
+        objs = (bad[x], strided[x], bad, strided, dt, x)
+        for n in (10, 1_000):    # (the first runs of a path may cache what they make)
+            counts = [sys.getrefcount(o) for o in objs]
+            for _ in range(n):
+                with pytest.raises(ValueError):
+                    sess.run(y, bad)
+                sess.run(y, strided)
+        assert [sys.getrefcount(o) for o in objs] == counts
+        assert llvmjit.STATS["wrapper_calls"] == n0
+        assert sys.getrefcount(r) == 2 and sys.getrefcount(q) == 2
+        assert r.base is None and type(q) is np.float32
+        np.testing.assert_array_equal(r, arr * 2 + 1)
+        assert q == np.float32((arr * np.float32(1.5)).sum(dtype=np.float32)) or \
+            q == sess_reference(t, feed2)
+        ref = weakref.ref(r)
+        del r
+        assert ref() is None
+
+
+def test_two_threads_running_one_session_get_their_own_results():
+    """Two threads run the same session's graph through the entry with feeds of several
+    sizes (size-1 and large, no-GIL kernels included), interleaved: every result is the one
+    a single thread got."""
+    x = tf.placeholder(tf.float32, [None], name="x")
+    s = tf.placeholder(tf.float32, [], name="s")
+    y = tf.tanh(x * s + 1.0)
+    m = tf.reduce_max(y)
+    rng = np.random.default_rng(5)
+    feeds = [{x: rng.standard_normal(n).astype(np.float32), s: float(k)}
+             for k, n in enumerate([1, 10, 7, 2 * pyentry.NOGIL_MIN, 3, 1])]
+    with tf.Session() as sess:
+        want = [[sess.run([y, m], f) for _ in range(3)][-1] for f in feeds]
+        errors: list = []
+        start = threading.Barrier(2)
+
+        def work(order):
+            try:
+                start.wait()
+                for it in range(1500):
+                    k = order[it % len(order)]
+                    got = sess.run([y, m], feeds[k])
+                    if not (got[0].tobytes() == want[k][0].tobytes() and got[1] == want[k][1]
+                            and type(got[1]) is np.float32):
+                        errors.append((k, it))
+            except BaseException as e:   # pragma: no cover  (reported below)
+                errors.append(e)
+        ts = [threading.Thread(target=work, args=(o,)) for o in ([0, 1, 3, 2], [4, 5, 1, 3])]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        assert errors == []
+        fasts = [spec.executable._fast for spec in sess._specs.values()]
+        assert any(f.last[0] is not None for f in fasts)
+
+
+def test_threads_keep_running_while_optimized_code_is_swapped_in(monkeypatch):
+    """Default mode: two threads run a kernel too large to optimize at once through the
+    entry while the compiler thread swaps its optimized code in; every result has the quick
+    code's bits, and the runs end on optimized code without a new entry."""
+    monkeypatch.setenv("JITFLOW_COMPILE", "auto")
+    monkeypatch.setenv("JITFLOW_CACHE", "0")
+    x = tf.placeholder(tf.float32, [None], name="x")
+    y = x
+    for k in range(24):
+        y = tf.tanh(y * (1.0 + k / 256.0)) + 0.03125 * (k % 5)
+    feed = {x: np.linspace(-1, 1, 9, dtype=np.float32)}
+    with tf.Session() as sess:
+        first = sess.run(y, feed)
+        (spec,) = sess._specs.values()
+        (c,) = spec.executable.exact.values()
+        run = c.run
+        assert pyentry.is_native(run) and llvmjit.info(run).level == "quick"
+        levels, errors = set(), []
+        stop = threading.Event()
+
+        def work():
+            try:
+                n = 0
+                while not stop.is_set() or n < 200:
+                    levels.add(llvmjit.info(run).level)
+                    if sess.run(y, feed).tobytes() != first.tobytes():
+                        errors.append(n)
+                    n += 1
+            except BaseException as e:   # pragma: no cover  (reported below)
+                errors.append(e)
+        ts = [threading.Thread(target=work) for _ in range(2)]
+        for t in ts:
+            t.start()
+        try:
+            assert background.wait_idle(300)
+        finally:
+            stop.set()
+            for t in ts:
+                t.join()
+        assert errors == [] and "opt" in levels
+        assert c.level == "opt" and c.run is run and llvmjit.info(run).level == "opt"
+        assert spec.executable._fast.last[0] is not None
+        np.testing.assert_array_equal(sess.run(y, feed), first)
