@@ -713,17 +713,24 @@ def _feed_errors(native: bool, monkeypatch) -> list:
             sess.run(z, {a: one, b: one})
         fasts = [spec.executable._fast for spec in sess._specs.values()]
         assert all((f.last[0] is not None) == native for f in fasts)
+        calls = {id(f): sess.make_callable(f, list(feed)) for f, feed in bad_feeds[::7]}
+        for f, feed in bad_feeds[::7]:
+            for _ in range(3):
+                calls[id(f)](*[good if v is x else one if v is a or v is b else 1.0 for v in feed])
         for fetch, feed in bad_feeds:
             with pytest.raises(Exception) as e:
                 sess.run(fetch, feed)
             out.append((type(e.value), str(e.value)))
+            with pytest.raises(Exception) as e:      # the same by a callable
+                calls[id(fetch)](*feed.values())
+            assert (type(e.value), str(e.value)) == out[-1]
     return out
 
 
 def test_bad_feeds_give_the_python_paths_errors_with_the_entry(monkeypatch):
-    """Wrong shapes, ranks, dtypes and a failing dim check, warm: the same exception and
-    message with the native entry as without, each naming the tensor and both shapes or the
-    dtype."""
+    """Wrong shapes, ranks, dtypes and a failing dim check, warm, by Session.run and by
+    make_callable: the same exception and message with the native entry as without, each
+    naming the tensor and both shapes or the dtype."""
     native = _feed_errors(True, monkeypatch)
     wrapped = _feed_errors(False, monkeypatch)
     assert native == wrapped
