@@ -84,6 +84,8 @@ VARS: dict = {v.name: v for v in [
         ("light", "o3")),
     Var("JITFLOW_LIBM", "0", "`1`: libm's exp/log/tanh instead of jitflow's vectorized math",
         _flag),
+    Var("JITFLOW_NATIVE_ENTRY", "1", "`0`: the fast path's kernels are called through a "
+        "Python wrapper instead of their native entry point (comparisons, diagnosis)", _flag),
     Var("JITFLOW_MALLOC_TUNE", "1", "`0`: leave glibc's allocator thresholds alone", _flag),
     Var("JITFLOW_CUDA_BLOCK", None, "threads per CUDA block (default 128; 8 on the simulator)",
         _int),

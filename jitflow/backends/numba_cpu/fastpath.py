@@ -1,6 +1,8 @@
 """The warm path of single-kernel plans: a generated Python runner per run signature and
 caller kind (`Session.run`, `make_callable`) that checks the feeds inline, finds the kernel's
 native entry point by the shapes of the fed `None` dimensions and calls it (see `FastPath`).
+With a native entry of the LLVM path (pyentry.py), the runner first hands the fed values
+straight to the entry used last, which checks and converts them itself (or returns None).
 """
 from __future__ import annotations
 
@@ -32,6 +34,13 @@ class FastPath:
     structure. Anything else -- a first call, a new shape, uninitialized or replaced variables,
     a kernel check failing, a value needing conversion to a non-contiguous array -- goes
     through `ordinary(args)`, the session's general path, after which an entry is made.
+
+    Where every feed goes to the kernel and the kernel has a native entry (llvmjit.py), the
+    function tries that first: the fed values go as they are to the last entry used (`last`),
+    in its variant that takes exactly what the feed checks would pass through unchanged or
+    convert as `np.asarray(v, dtype)` does (rank-0 Python and numpy scalars; writeable
+    C-contiguous arrays of the dtype, the static shape and the entry's shape class) and
+    returns None for anything else, which then takes the way above.
     """
 
     def __init__(self, ex, spec, store, ordinary) -> None:
@@ -41,6 +50,7 @@ class FastPath:
         self.state = store.values
         self.ordinary = ordinary
         self.entries: dict = {}
+        self.last = [None]    # (try-entry, consts, variables, buffers...) of the last call
         self.checks = spec.checks
         self.pos = [spec.feed_pos[i] for i in ex.in_pos]
         # kernel results the fetches use, in fetch order (each entry holds their conversions)
@@ -50,6 +60,7 @@ class FastPath:
     def invalidate(self) -> None:
         """A kernel got faster code: entries holding the old one are made again."""
         self.entries.clear()
+        self.last[0] = None
 
     def promote(self, key, args):
         """Run `args` the ordinary way, then make the entry for `key` if the kernel is ready."""
@@ -82,9 +93,58 @@ class FastPath:
         if ep is None:
             return None
         c.listeners.add(self)   # a faster code for `c` drops the entries holding this one
-        return (ep, ct, vs, *[_scalar_maker(c.out_conv[i]) for i in self.conv_idx], *bufs)
+        last = None
+        if c.level != "numba":
+            from jitflow.backends.numba_cpu import pyentry
+            feeds = self.spec.feeds
+            # (large operands take the general path, which picks the parallel variant)
+            parmin = (config.parallel_min() if config.threads() > 1 and c.par_source is not None
+                      else 0)
+            fp = pyentry.try_variant(ep, [feeds[k].shape.as_tuple() for k in self.pos],
+                                     parmin)
+            if fp is not None:
+                last = (fp, ct, vs, *bufs)
+        # rank-0 results: Numba's entry gives Python scalars, the LLVM path numpy scalars
+        convs = [_scalar_maker(c.out_conv[i]) if c.level == "numba" else None
+                 for i in self.conv_idx]
+        return (ep, ct, vs, last, *convs, *bufs)
 
     # -- the generated function ---------------------------------------------------------------
+    def _direct_lines(self, names: dict, args: str, expr: str) -> list:
+        """Source lines calling the last entry used with the fed values as they are (see the
+        class docstring); they return the run's result, or fall through."""
+        ex = self.ex
+        bufs = [f"b{k}" for k in range(len(ex.var_ops))]
+        ins = "(" + "".join(f"v{k}, " for k in self.pos) + ")"
+        lines = ["    f = _last[0]",
+                 "    if f is not None:",
+                 "        " + ", ".join(["fp", "ct", "vs"] + bufs) + " = f"]
+        conds = [f"_state_get(_V{k}) is b{k}" for k in range(len(bufs))]
+        conds += [f"_X{k} in _state" for k in range(len(ex.extra_vars))]
+        ind = "        "
+        if conds:
+            lines.append(f"        if {' and '.join(conds)}:")
+            ind += "    "
+        lines += [f"{ind}try:",
+                  f"{ind}    out = fp({ins} + ct, vs)",
+                  f"{ind}except ValueError as err:",
+                  f"{ind}    if str(err).startswith(_prefix):",
+                  f"{ind}        return _slow({args})",
+                  f"{ind}    raise",
+                  f"{ind}if out is not None:"]
+        for j, (kind, i) in enumerate(ex.fetch_src):
+            if kind == KERNEL:
+                lines.append(f"{ind}    r{j} = out[{i}]")
+            elif kind == VARIABLE:
+                names[f"_W{j}"] = i
+                lines.append(f"{ind}    r{j} = var_value(_state[_W{j}])")
+        lines.append(f"{ind}    return {expr}")
+        for k, v in enumerate(ex.var_ops):
+            names[f"_V{k}"] = v
+        for k, v in enumerate(ex.extra_vars):
+            names[f"_X{k}"] = v
+        return lines
+
     def function(self, positional: bool = False, miss=None):
         """The runner for `make_callable` (with `positional`) or for `Session.run` (given the
         feed values, or with `miss` the feed dict)."""
@@ -95,7 +155,7 @@ class FastPath:
         names: dict = {"_ndarray": np.ndarray, "_asarray": np.asarray, "_state": self.state,
                        "_state_get": self.state.get, "_entries_get": self.entries.get,
                        "_promote": self.promote, "_slow": self.ordinary, "_prefix": ERROR_PREFIX,
-                       "var_value": var_value}
+                       "var_value": var_value, "_last": self.last}
         expr = mapper.expression(spec.plan.graph, spec.fetches, names)
         if expr is None:
             names["_build"] = mapper.build
@@ -126,6 +186,11 @@ class FastPath:
         else:
             lines.append("def _runner(" + ", ".join(vs) + "):")
         used = set(self.pos)
+        direct = (used == set(range(n))
+                  and all(fp is None and kind != FEED
+                          for (kind, _), fp in zip(ex.fetch_src, spec.fetch_pos)))
+        if direct:
+            lines += self._direct_lines(names, args, expr)
         for i, t in enumerate(spec.feeds):
             lines += _feed_lines(i, t, spec.checks[i], names, args, i in used)
         if config.threads() > 1:
@@ -141,7 +206,7 @@ class FastPath:
                   "    e = _entries_get(key)",
                   "    if e is None:",
                   f"        return _promote(key, {args})",
-                  "    " + ", ".join(["ep", "ct", "vs"] + convs + bufs) + " = e"]
+                  "    " + ", ".join(["ep", "ct", "vs", "last"] + convs + bufs) + " = e"]
         if bufs:
             for k, v in enumerate(ex.var_ops):
                 names[f"_V{k}"] = v
@@ -157,6 +222,8 @@ class FastPath:
                   "        if str(err).startswith(_prefix):",
                   f"            return _slow({args})",
                   "        raise"]
+        if direct:
+            lines.append("    _last[0] = last")
         m = 0
         for j, ((kind, i), fp) in enumerate(zip(ex.fetch_src, spec.fetch_pos)):
             if kind == KERNEL:

@@ -193,7 +193,14 @@ class Compiled:
         return self.run
 
     def upgraded(self, run, level: str) -> None:
-        """Runs switch to `run` (code of `level`); warm paths drop what they hold."""
+        """Runs switch to `run` (code of `level`). Where both are native entries of the
+        fast path, the entry runs `run`'s kernel from now on (warm paths keep what they
+        hold); otherwise warm paths drop what they hold."""
+        if self.run is not None and level in ("quick", "opt") and self.level in ("quick", "opt"):
+            from jitflow.backends.numba_cpu import llvmjit
+            if llvmjit.swap(self.run, run):
+                self.level = level
+                return
         self.run = run
         self.level = level
         for w in list(self.listeners):

@@ -15,9 +15,12 @@ results, same `ValueError("jitflow:<op>:<what>")` on a failed check). Levels:
 Both compile the same IR with strict IEEE arithmetic: they give the same bits, and the same as
 the Numba kernels printed from the same loop form (pyprint.py).
 
-The wrapper is Python: it reads the operands' shapes, evaluates every symbolic dim the IR
-needs (pytext.dim_text: the same text the Numba kernel evaluates), runs the dim checks,
-allocates every buffer and makes one call into the LLVM function through ctypes.
+The callable is the kernel's native entry point (pyentry.py: operand checks, symbolic dims,
+dim checks, buffers, the call and the results in native code, a fraction of a microsecond),
+or where that cannot be had (another CPython or numpy layout, something it does not cover,
+JITFLOW_NATIVE_ENTRY=0) a Python wrapper doing the same (`_wrapper_source`: the dims as
+pytext.dim_text prints them, one call through ctypes). The native entry hands arguments it
+does not take to that wrapper, so both take anything the wrapper takes.
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ import threading
 import numpy as np
 
 from jitflow.backends.base import ERROR_PREFIX
-from jitflow.backends.numba_cpu import blas, mathir
+from jitflow.backends.numba_cpu import blas, mathir, pyentry
 from jitflow.backends.numba_cpu import cache as _cache
 from jitflow.backends.numba_cpu.llvmgen import LLVMKernel, print_llvm
 from jitflow.backends.numba_cpu.pyprint import POISON
@@ -37,11 +40,13 @@ from jitflow.backends.pytext import dim_text
 from jitflow.compiler.loops import Buf, Lit, Load, Local, LoopKernel, Unsupported
 from jitflow.runtime import config
 
-__all__ = ["build", "compile_ir", "warm_up", "NotReady", "STATS", "LEVELS"]
+__all__ = ["build", "compile_ir", "warm_up", "NotReady", "STATS", "LEVELS", "info", "swap"]
 
 LEVELS = ("quick", "opt")
-#: counters: kernels built per level, cache hits
-STATS: dict = {"built": 0, "quick": 0, "opt": 0, "shared": 0}
+#: counters: kernels built per level, cache hits, entries made native / as Python wrappers
+#: (and why: `wrapper_reasons`), calls a native entry handed to its wrapper
+STATS: dict = {"built": 0, "quick": 0, "opt": 0, "shared": 0, "native_entries": 0,
+               "python_wrappers": 0, "wrapper_calls": 0, "wrapper_reasons": {}}
 
 
 class NotReady(Unsupported):
@@ -55,9 +60,24 @@ _STATE: dict = {}
 
 
 def warm_up() -> None:
-    """Load LLVM and make the quick engine now (~45 ms, once per process)."""
+    """Load LLVM and make the quick engine now (~45 ms, once per process), then the native
+    entry (pyentry.py: ~0.1 s)."""
     _host()
     _engine("quick")
+    if config.get("JITFLOW_NATIVE_ENTRY"):
+        pyentry.warm_up()
+
+
+def info(fn):
+    """What describes the code of a callable `build` made: `llvm_ir`, `libraries`,
+    `wrapper_source`, `level`."""
+    return pyentry.info(fn)
+
+
+def swap(old, new) -> bool:
+    """Make callable `old` run `new`'s kernel (the same kernel at another level) without a new
+    entry, where both are native entries; False (nothing changed) otherwise."""
+    return pyentry.swap(old, new)
 
 
 def _llvm():
@@ -304,7 +324,7 @@ def _wrapper_source(lk: LoopKernel, lg: LLVMKernel, lits: list, poison: bool) ->
     return "\n".join(L) + "\n"
 
 
-_CACHE: dict = {}   # (IR text, wrapper source, level) -> callable (identical kernels share)
+_CACHE: dict = {}   # Prepared.same + (level, native) -> callable (identical kernels share it)
 _ADDRESSES: dict = {}   # (symbol, level) -> address: machine code already in an engine
 _CFN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
 _NAME = "jitflow_kernel"
@@ -317,10 +337,15 @@ class Prepared:
     def __init__(self, lk: LoopKernel, poison: bool = False) -> None:
         blas.bind()
         self.lk = lk
+        self.poison = poison
         self.lg = print_llvm(lk, _NAME, _math_name, _nnlib_symbol, vector_bytes())
         self.lits: list = []
         self.src = _wrapper_source(lk, self.lg, self.lits, poison)
         self.libraries = [mathir.function_ir(f, d, n) for f, d, n in sorted(self.lg.math)]
+        # what makes two kernels the same callable (the native entry checks the operands'
+        # dtypes and ranks: a kernel that only copies its input is the same text for any dtype)
+        self.same = (self.lg.text, self.src, tuple((x.dtype.name, repr(x)) for x in self.lits),
+                     tuple((b.dtype, b.rank) for b in list(lk.inputs) + list(lk.variables)))
 
     def key(self, level: str) -> str:
         return _object_key(self.lg.text, self.libraries, level)
@@ -335,8 +360,7 @@ class Prepared:
 
     def build(self, level: str):
         """The callable `fn(ins, vs) -> tuple` at `level`. Identical kernels share it."""
-        lits = self.lits
-        key = (self.lg.text, self.src, level, tuple((x.dtype.name, repr(x)) for x in lits))
+        key = self.same + (level, config.get("JITFLOW_NATIVE_ENTRY"))
         fn = _CACHE.get(key)
         if fn is not None:
             STATS["shared"] += 1
@@ -351,20 +375,55 @@ class Prepared:
             if addr is None:
                 addr = _ADDRESSES[(name, level)] = compile_ir(text, name, level,
                                                                self.libraries, okey)
+        fn = self._native(addr, text, level)
+        if fn is None:
+            fn = self._wrapper(addr, text, level)
+        STATS["built"] += 1
+        STATS[level] += 1
+        _CACHE[key] = fn
+        return fn
+
+    def _wrapper(self, addr: int, text: str, level: str):
+        """The Python wrapper calling the kernel at `addr` through ctypes."""
         cfn = _CFN(addr)
         lk = self.lk
         errors = {i + 1: f"{ERROR_PREFIX}{op}:{what}" for i, (op, what) in enumerate(lk.errors)}
-        env = {"_np": np, "np": np, "_fn": cfn, "_ERRORS": errors, "_LITS": lits, "min": min,
-               "max": max}
+        env = {"_np": np, "np": np, "_fn": cfn, "_ERRORS": errors, "_LITS": self.lits,
+               "min": min, "max": max}
         exec(compile(self.src, f"<jitflow {level} kernel>", "exec"), env)
         fn = env["kernel"]
         fn.llvm_ir = text
         fn.libraries = self.libraries
         fn.wrapper_source = self.src
         fn.level = level
-        STATS["built"] += 1
-        STATS[level] += 1
-        _CACHE[key] = fn
+        return fn
+
+    def _native(self, addr: int, text: str, level: str):
+        """The kernel's native entry (pyentry.py), or None (counted in STATS, with why)."""
+        if not config.get("JITFLOW_NATIVE_ENTRY"):
+            return None
+        try:
+            layout = pyentry.layout_of(self.lk, self.lg, self.poison)
+            layout.key = self.same
+            made: list = []
+
+            def wrapper(ins, vs):   # arguments the entry does not take (built when needed)
+                STATS["wrapper_calls"] += 1
+                if not made:
+                    made.append(self._wrapper(addr, text, level))
+                return made[0](ins, vs)
+            fn = pyentry.build(layout, addr, wrapper)
+        except Unsupported as e:
+            STATS["python_wrappers"] += 1
+            why = str(e).split(" (")[0][:80]
+            STATS["wrapper_reasons"][why] = STATS["wrapper_reasons"].get(why, 0) + 1
+            return None
+        desc = fn.__self__
+        desc.llvm_ir = text
+        desc.libraries = self.libraries
+        desc.wrapper_source = self.src
+        desc.level = level
+        STATS["native_entries"] += 1
         return fn
 
 

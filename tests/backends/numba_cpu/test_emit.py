@@ -35,7 +35,8 @@ def test_fused_chain_is_one_vectorizable_loop_without_libm_calls(mode, monkeypat
         else:
             from jitflow.backends.numba_cpu import llvmjit
             assert c.level == "opt"
-            llvm = llvmjit.optimized_ir(c.run.llvm_ir, c.run.libraries)
+            code = llvmjit.info(c.run)
+            llvm = llvmjit.optimized_ir(code.llvm_ir, code.libraries)
             assert re.search(r"fmul <\d+ x float>", llvm), "the loop did not vectorize"
     assert src.count("for ") == 1
     assert "# Sigmoid" in src and "# Tanh" in src and "# Exp" in src

@@ -115,5 +115,5 @@ def test_identical_kernels_share_code_and_levels_do_not(monkeypatch):
                 fns.setdefault(mode, set()).add(id(c.run))
                 lk = c.lk
     assert len(fns["quick"]) == 1 and len(fns["sync"]) == 1 and fns["quick"] != fns["sync"]
-    assert llvmjit.build(loopgen.lower_kernel(c.kernel), "opt").level == "opt"
+    assert llvmjit.info(llvmjit.build(loopgen.lower_kernel(c.kernel), "opt")).level == "opt"
     assert lk is not None

@@ -383,7 +383,8 @@ def test_fast_path_chain_vectorizes_without_libm_calls(dt, monkeypatch):
         ex = next(iter(sess._specs.values())).executable
         (c,) = ex.kernels[ex.steps[0]].compiled.values()
     assert c.level == "opt"
-    ir = llvmjit.optimized_ir(c.run.llvm_ir, c.run.libraries)
+    code = llvmjit.info(c.run)
+    ir = llvmjit.optimized_ir(code.llvm_ir, code.libraries)
     assert not LIBM_CALL.findall(ir)
     assert _vector_math(ir, "float" if dt is F32 else "double")
     monkeypatch.setenv("JITFLOW_COMPILE", "numba")
