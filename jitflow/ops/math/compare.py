@@ -10,11 +10,13 @@ from typing import Optional
 import numpy as np
 
 from jitflow.core import dtypes as _dtypes
+from jitflow.core import errors as _errors
+from jitflow.compiler.lower import Unsupported
 from jitflow.compiler.ir import X0, X1, S
 from jitflow.core.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.ops.math.common import (
     _NUMERIC, _binary_examples, _binary_rule, _tf_operand_order, _unary_rule, binary_op,
-    broadcast_reduced, convert_pair, scalar_like, unary_op, unbroadcast,
+    broadcast_reduced, convert_pair, scalar_like, unary_op, unbroadcast, zeros_like_of,
 )
 from jitflow.ops.registry import Example, register
 from jitflow.core.shapes import TensorShape, broadcast_static, shape_tf_str
@@ -101,6 +103,15 @@ def _select_grad(op, g):
     return [None, unbroadcast(where_v2(c, g, zero), x), unbroadcast(where_v2(c, zero, g), y)]
 
 
+def _select_v1_grad(op, g):
+    # Select's own row/scalar/elementwise rule (the condition's rank may be known only when
+    # it runs): x and y have g's shape, so nothing is unbroadcast
+    c = op.inputs[0]
+    zero = zeros_like_of(g)
+    return [None, make_op("Select", [c, g, zero], name="Select").outputs[0],
+            make_op("Select", [c, zero, g], name="Select").outputs[0]]
+
+
 def _select_v2_infer(op):
     c, x, y = op.inputs
     if not c.dtype.is_bool:
@@ -134,14 +145,54 @@ def _where_ref(op, c, x, y):
     return np.where(c, x, y)
 
 
+def _shape_str(a) -> str:
+    return "[" + ",".join(str(d) for d in np.shape(a)) + "]"
+
+
+def _select_ref(op, c, x, y):
+    """TF1 Select at run time: x and y of one shape; c a scalar (all of x or all of y), a
+    vector over x's first axis (x of rank >= 2: whole rows), or of x's shape. Checked here
+    too, as the condition's rank may be unknown when the graph is built."""
+    c, x, y = np.asarray(c), np.asarray(x), np.asarray(y)
+    if x.shape != y.shape:
+        raise _errors.InvalidArgumentError(
+            None, op, f"'then' and 'else' must have the same size.  but are "
+            f"{_shape_str(x)} and {_shape_str(y)}")
+    if c.ndim == 0:
+        return np.array(x if c else y, copy=True)
+    if c.ndim == 1 and x.ndim >= 2:
+        if c.shape[0] != x.shape[0]:
+            raise _errors.InvalidArgumentError(
+                None, op, f"Number of batches of 'then' must match size of 'cond', but saw: "
+                f"{x.shape[0]} vs. {c.shape[0]}")
+        return np.where(c.reshape(c.shape + (1,) * (x.ndim - 1)), x, y)
+    if c.shape != x.shape:
+        raise _errors.InvalidArgumentError(
+            None, op, f"'then' and 'cond' must have the same size.  but are {_shape_str(x)} "
+            f"vs. {_shape_str(c)}")
+    return np.where(c, x, y)
+
+
+def _lower_select(low, op, pos: int) -> None:
+    """Select compiles as the elementwise select where its operands need no broadcasting but
+    a scalar condition's (known only now when the condition's rank was unknown); a condition
+    vector over rows of a higher-rank x, or mismatched shapes (an error), run the reference."""
+    c, x, y = (low.expr(t, shape_only=True) for t in op.inputs)
+    if x.ones != y.ones:
+        raise Unsupported("Select of differently shaped then/else")
+    if c.ones and c.ones != x.ones:
+        raise Unsupported("Select with a condition of another shape class than then/else")
+    low.elementwise(op, pos)
+
+
 register("SelectV2", infer=_select_v2_infer, ref=_where_ref, grad=_select_grad,
          kind="elementwise", scalar="select",
          examples=[Example(lambda c, a, b: where_v2(c > 0, a, b), [(2, 3), (2, 3), (3,)],
                            lambda c, a, b: np.where(c > 0, a, b), id="bcast"),
                    Example(lambda c, a, b: where_v2(c > 0, a, b), [(2, 1), (1, 3), ()],
                            lambda c, a, b: np.where(c > 0, a, b), id="outer")])
-register("Select", infer=_select_infer, ref=_where_ref, grad=_select_grad,
-         kind="elementwise", scalar="select",
+register("Select", infer=_select_infer, ref=_select_ref, grad=_select_v1_grad,
+         kind="elementwise", scalar="select", lower=_lower_select,
          doc="TF1 `tf.where(c, x, y)`: x and y of one shape; c of their rank (a condition "
              "vector over the first axis is expanded to [n, 1, ...] by `where`).",
          examples=[Example(lambda c, a, b: where(c > 0, a, b), [(2, 3), (2, 3), (2, 3)],
@@ -156,8 +207,17 @@ def _where_indices_infer(op):
              else TensorShape([None, None]))]
 
 
-register("Where", infer=_where_indices_infer,
-         ref=lambda op, c: np.argwhere(np.asarray(c)).astype(np.int64),
+def _where_indices_ref(op, c):
+    c = np.asarray(c)
+    if c.ndim == 0:
+        # TF's kernel takes rank >= 1 only (a condition of unknown rank fed a scalar)
+        raise _errors.InvalidArgumentError(
+            None, op, "WhereOp: Unhandled input dimensions: 0 (the condition must have rank "
+            ">= 1)")
+    return np.argwhere(c).astype(np.int64)
+
+
+register("Where", infer=_where_indices_infer, ref=_where_indices_ref,
          differentiable=False, kind="other",
          doc="Coordinates of the true (non-zero) elements: int64 [num_true, rank].",
          examples=[Example(lambda c: where(c > 0), [(3, 4)],
