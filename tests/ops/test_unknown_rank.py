@@ -239,3 +239,23 @@ def test_unknown_rank_matches_tensorflow(name):
                 continue
             assert got[1].dtype == want[1].dtype and got[1].shape == want[1].shape
             np.testing.assert_allclose(got[1], want[1], rtol=1e-6)
+
+
+def test_select_static_scalar_and_row_conditions_build(backend):
+    """A scalar condition with x of rank 3 is valid TF1 (found by the widened fuzzer); a
+    condition vector must match x's first dimension; other shapes must equal x's."""
+    x = tf.placeholder(tf.float32, [2, None, 3])
+    s = tf.where(tf.constant(False), x, -x)
+    assert s.shape.as_list() == [2, None, 3]
+    g, = tf.gradients(tf.reduce_sum(s * 2.0), [x])
+    rows = tf.where(tf.constant([True, False]), x, -x)
+    with pytest.raises(ValueError, match="Dimensions must be equal"):
+        tf.where(tf.placeholder(tf.bool, [5]), x, -x)
+    with pytest.raises(ValueError, match="equal rank"):
+        tf.where(tf.placeholder(tf.bool, [2, 3]), x, -x)
+    xv = np.arange(6, dtype=np.float32).reshape(2, 1, 3)
+    with tf.Session() as sess:
+        got_s, got_g, got_r = sess.run([s, g, rows], {x: xv})
+    np.testing.assert_array_equal(got_s, -xv)
+    np.testing.assert_array_equal(got_g, np.full((2, 1, 3), -2.0))
+    np.testing.assert_array_equal(got_r, [[[0, 1, 2]], [[-3, -4, -5]]])

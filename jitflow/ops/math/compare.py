@@ -114,20 +114,26 @@ def _select_v1_grad(op, g):
 
 def _select_v2_infer(op):
     c, x, y = op.inputs
+    _select_dtypes(op)
+    what = f" for '{op.name}' (op: '{op.type}')"
+    shape = broadcast_static(broadcast_static(c.shape, x.shape, what), y.shape, what)
+    return [(x.dtype, shape)]
+
+
+def _select_dtypes(op) -> None:
+    c, x, y = op.inputs
     if not c.dtype.is_bool:
         raise TypeError(f"Input 'condition' of '{op.type}' Op has type {c.dtype.name} that "
                         "does not match expected type of bool.")
     if x.dtype != y.dtype:
         raise TypeError(f"Input 'e' of '{op.type}' Op has type {y.dtype.name} that does not "
                         f"match type {x.dtype.name} of argument 't'.")
-    what = f" for '{op.name}' (op: '{op.type}')"
-    shape = broadcast_static(broadcast_static(c.shape, x.shape, what), y.shape, what)
-    return [(x.dtype, shape)]
 
 
 def _select_infer(op):
     c, x, y = op.inputs
-    (dtype, shape), = _select_v2_infer(op)
+    _select_dtypes(op)
+    dtype = x.dtype
     if not x.shape.is_compatible_with(y.shape):
         what = (f"rank, but are {x.shape.ndims} and {y.shape.ndims}"
                 if x.shape.ndims != y.shape.ndims else f"shape, but are {x.shape} and {y.shape}")
@@ -135,10 +141,23 @@ def _select_infer(op):
                          f"input shapes: {shape_tf_str(c.shape)}, {shape_tf_str(x.shape)}, "
                          f"{shape_tf_str(y.shape)}.")
     shape = x.shape.merge_with(y.shape)
-    if c.shape.ndims is not None and shape.ndims is not None and c.shape.ndims != shape.ndims:
-        raise ValueError(f"Shapes must be equal rank, but are {c.shape.ndims} and "
-                         f"{shape.ndims} for '{op.name}' (op: 'Select')")
-    return [(dtype, shape)]
+    cr, r = c.shape.ndims, shape.ndims
+    if cr == 0 or cr is None or r is None:
+        return [(dtype, shape)]      # a scalar condition picks all of x or all of y
+    if cr == 1 and r > 1:
+        # a condition vector picks rows: its length is x's first dimension
+        if not c.shape[:1].is_compatible_with(shape[:1]):
+            raise ValueError(f"Dimensions must be equal, but are {c.shape[0]} and "
+                             f"{shape[0]} for '{op.name}' (op: 'Select')")
+        return [(dtype, TensorShape(c.shape[:1]).merge_with(shape[:1]).concatenate(
+            shape[1:]))]
+    if cr != r:
+        raise ValueError(f"Shapes must be equal rank, but are {cr} and {r} for '{op.name}' "
+                         "(op: 'Select')")
+    if not c.shape.is_compatible_with(shape):
+        raise ValueError(f"Shapes must be equal shape, but are {c.shape} and {shape} for "
+                         f"'{op.name}' (op: 'Select')")
+    return [(dtype, shape.merge_with(c.shape))]
 
 
 def _where_ref(op, c, x, y):
@@ -331,6 +350,10 @@ def where(condition, x=None, y=None, name: Optional[str] = None) -> Tensor:
         xr = x.shape.merge_with(y.shape).ndims if x.shape.is_compatible_with(y.shape) else None
         if c.shape.ndims == 1 and xr is not None and xr > 1:
             like = x if x.shape.ndims is not None else y
+            if not c.shape.is_compatible_with(like.shape[:1]):
+                raise ValueError(f"Dimensions must be equal, but are {c.shape[0]} and "
+                                 f"{like.shape[0]} for '{scope}Select' (op: 'Select'): the "
+                                 f"condition {c.name} picks rows of {like.name}")
             c = broadcast_reduced(c, like, range(1, xr))
         return make_op("Select", [c, x, y], name=scope).outputs[0]
 
