@@ -373,3 +373,66 @@ def test_cond_gradient_uses_the_taken_branch_dropout_mask(backend):
         np.testing.assert_allclose(gv, 2 * yv * np.where(yv != 0, 2.0, 0.0))
         yv, gv = sess.run([y, g], {x: xv, training: False})
         np.testing.assert_allclose(gv, 2 * xv)
+
+
+def _case_outputs(t, x, default: bool, exclusive: bool):
+    pairs = [(t.equal(x, 1), lambda: t.constant(10)), (t.greater(x, 0), lambda: t.constant(20)),
+             (t.equal(x, 3), lambda: t.constant(30))]
+    return t.case(pairs, default=(lambda: t.constant(-1)) if default else None,
+                  exclusive=exclusive)
+
+
+def _case_table(t, sess_kw=None):
+    """case's result (or error class) for x = 0..3 in each default/exclusive combination."""
+    out = {}
+    g = t.Graph()
+    with g.as_default():
+        x = t.placeholder(t.int32, [])
+        ys = {(d, e): _case_outputs(t, x, d, e) for d in (True, False) for e in (False, True)}
+        with t.Session(**(sess_kw or {})) as sess:
+            for k, y in ys.items():
+                row = []
+                for v in range(4):
+                    try:
+                        row.append(int(sess.run(y, {x: v})))
+                    except t.errors.InvalidArgumentError:
+                        row.append("error")
+                out[k] = row
+    return out
+
+
+# TF1: without a default the last fn is the default, checked to have a true predicate; the
+# exclusive check covers the other predicates (x=3: x > 0 and x == 3 both hold, no error)
+CASE_TABLE = {(True, False): [-1, 10, 20, 20], (True, True): [-1, "error", 20, "error"],
+              (False, False): ["error", 10, 20, 20], (False, True): ["error", "error", 20, 20]}
+
+
+def test_case_default_and_exclusive_as_tf1(backend):
+    assert _case_table(tf) == CASE_TABLE
+
+
+def test_case_without_default_needs_a_true_predicate(backend):
+    x = tf.placeholder(tf.int32, [])
+    y = tf.case([(x > 0, lambda: x * 2)])
+    with tf.Session() as sess:
+        assert sess.run(y, {x: 4}) == 8
+        with pytest.raises(tf.errors.InvalidArgumentError, match="None of conditions"):
+            sess.run(y, {x: -4})
+
+
+def test_case_rejects_python_and_non_bool_predicates():
+    with pytest.raises(TypeError, match="pred must be a Tensor, got: True"):
+        tf.case([(True, lambda: tf.constant(1))], default=lambda: tf.constant(2))
+    with pytest.raises(TypeError, match="of type bool"):
+        tf.case([(tf.constant(1), lambda: tf.constant(1))], default=lambda: tf.constant(2))
+    with pytest.raises(TypeError, match="list, tuple, or dict"):
+        tf.case(tf.constant(True), default=lambda: tf.constant(2))
+
+
+def test_case_matches_tensorflow():
+    tf1 = pytest.importorskip("tensorflow.compat.v1")
+    tf1.disable_eager_execution()
+    want = _case_table(tf1)
+    assert want == CASE_TABLE
+    for be in ("interpreter", "numba"):
+        assert _case_table(tf, {"backend": be}) == want

@@ -308,3 +308,62 @@ def test_conv1d_and_pooling1d_match_tensorflow(backend):
     want = _tf_outputs(_seq_tf, {"x": SEQ}, values)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+_DTYPE_LAYERS = {
+    "dense": lambda t, x: t.layers.dense(t.reshape(x, [-1, 48]), 5),
+    "conv2d": lambda t, x: t.layers.conv2d(x, 2, 3),
+    "conv2d_transpose": lambda t, x: t.layers.conv2d_transpose(x, 2, 3),
+    "conv1d": lambda t, x: t.layers.conv1d(t.reshape(x, [-1, 16, 3]), 2, 3),
+    "batch_normalization": lambda t, x: t.layers.batch_normalization(x),
+    "max_pooling2d": lambda t, x: t.layers.max_pooling2d(x, 2, 2),
+}
+
+
+def _layer_dtypes(t, dtype) -> dict:
+    """{layer: (output dtype, sorted dtypes of its variables, run output dtype)}."""
+    out = {}
+    g = t.Graph()
+    with g.as_default():
+        x = t.placeholder(dtype, [None, 4, 4, 3])
+        ys = {}
+        for name, build in _DTYPE_LAYERS.items():
+            with t.variable_scope(name):
+                ys[name] = build(t, x)
+            vs = [v for v in t.global_variables() if v.name.startswith(name + "/")]
+            out[name] = [ys[name].dtype.name, sorted({v.dtype.base_dtype.name for v in vs})]
+        with t.Session() as sess:
+            sess.run(t.global_variables_initializer())
+            got = sess.run(ys, {x: np.ones((2, 4, 4, 3))})
+        for name in out:
+            out[name].append(got[name].dtype.name)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def test_layers_take_the_input_dtype():
+    got = _layer_dtypes(tf, tf.float64)
+    for name, (dt, var_dts, run_dt) in got.items():
+        assert dt == run_dt == "float64", name
+        assert var_dts == ([] if name == "max_pooling2d" else ["float64"]), name
+
+
+def test_layers_dtype_matches_tensorflow_legacy_layers():
+    """TF 2.21's compat.v1.layers exist only with tf-keras and TF_USE_LEGACY_KERAS=1, set
+    before TensorFlow is imported: checked in a fresh interpreter."""
+    pytest.importorskip("tensorflow")
+    pytest.importorskip("tf_keras")
+    import json
+    import os
+    import subprocess
+    import sys
+    code = ("import json, tensorflow.compat.v1 as t; t.disable_eager_execution();"
+            "import tests.test_layers as m;"
+            "print(json.dumps({k: list(v) for k, v in m._layer_dtypes(t, t.float64).items()}))")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="3",
+               PYTHONPATH=root + os.pathsep + os.path.join(root, "tests"))
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, cwd=root, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    want = {k: tuple(v) for k, v in json.loads(res.stdout.strip().splitlines()[-1]).items()}
+    assert _layer_dtypes(tf, tf.float64) == want

@@ -7,6 +7,8 @@ stored, and orders variable reads and writes. What an op computes comes from its
 
 - an elementwise op declares `scalar=` (a scalar expression over its operands, built with
   `ir.S`; or `scalar(op) -> expression`), and the fuser turns it into an `Apply`;
+- an elementwise op may declare `lower=` too: it then decides (from its operands' shape
+  classes) whether to call `low.elementwise` or raise `Unsupported`;
 - any other op declares `lower=`, a function `lower(low, op, pos)` that reads its operands
   through this `Lowerer` (`low.expr`, `low.value`, `low.stored`), appends IR statements and
   checks, and records its outputs (`low.place`, `low.set`); `lowerable(op)` says whether it
@@ -500,7 +502,7 @@ class Lowerer:
             self.remaining[x] = self.remaining.get(x, 1) - 1
         if all(o in self.fed for o in op.outputs) and not d.stateful:
             return
-        if d.scalar is not None:
+        if d.scalar is not None and d.lower is None:
             return self.elementwise(op, pos)
         if d.lower is None:
             raise Unsupported(op.type)
@@ -571,6 +573,9 @@ class Lowerer:
         """Output 0 of `op` is input 0 reduced with `how` along `axis` (None: all axes)."""
         expr, dtype, ones, dims, _ = self.expr(op.inputs[0])
         rank = len(ones)
+        if axis is not None and any(not -rank <= a < rank for a in axis):
+            # an axis out of range (the graph did not know the rank): the reference raises
+            raise Unsupported(f"{op.type} axis {tuple(axis)} out of range for rank {rank}")
         axes = tuple(range(rank)) if axis is None else tuple(sorted(
             a + rank if a < 0 else a for a in axis))
         if out_dims is None:

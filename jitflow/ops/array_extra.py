@@ -147,7 +147,11 @@ def sort(values, axis: int = -1, direction: str = "ASCENDING",
         x = convert_to_tensor(values, name="values")
         r = x.shape.ndims
         if r is None:
-            raise ValueError("sort needs a known rank")
+            if axis != -1:
+                raise ValueError(f"sort along axis {axis} needs a tensor of known rank (got "
+                                 f"'{x.name}' of unknown rank); axis -1 works on any rank")
+            flat = reshape(x, [-1, shape(x)[-1]])
+            return reshape(batch_gather(flat, argsort(flat, direction=direction)), shape(x))
         a = axis % r
         if r == 1:
             return gather(x, argsort(x, direction=direction))
@@ -192,9 +196,10 @@ def argsort(values, axis: int = -1, direction: str = "ASCENDING", stable: bool =
     with name_scope(name, "argsort", [values]) as scope:
         x = convert_to_tensor(values, name="values")
         r = x.shape.ndims
-        if r is None:
-            raise ValueError("argsort needs a known rank")
-        a = axis % r
+        if r is None and axis != -1:
+            raise ValueError(f"argsort along axis {axis} needs a tensor of known rank (got "
+                             f"'{x.name}' of unknown rank); axis -1 works on any rank")
+        a = -1 if r is None else axis % r
         return make_op("ArgSort", [x], {"axis": a, "direction": direction},
                        name=scope[:-1]).outputs[0]
 

@@ -359,42 +359,66 @@ def case(pred_fn_pairs, default: Optional[Callable] = None, exclusive: bool = Fa
          strict: bool = False, name: str = "case"):
     """`tf.case`: the fn of the first pair whose predicate is true, else `default()`.
 
-    Built as nested `cond`s (all branches run; see the module doc). `exclusive=True` adds a
-    run-time check that at most one predicate is true.
+    Nested `cond`s (only the taken fn's ops run). As TF1: without `default` the last pair's
+    fn is the default, run under a check that its predicate is true (so no true predicate is
+    an InvalidArgumentError); `exclusive=True` checks at run time that at most one of the
+    other pairs' predicates is true.
     """
     if isinstance(pred_fn_pairs, dict):
         pairs = list(pred_fn_pairs.items())
     elif isinstance(pred_fn_pairs, collections.abc.Sequence):
         pairs = list(pred_fn_pairs)
     else:
-        raise TypeError("fns must be a list, tuple, or dict")
+        raise TypeError("'pred_fn_pairs' must be a list, tuple, or dict")
     for pair in pairs:
         if not isinstance(pair, tuple) or len(pair) != 2:
-            raise TypeError(f"Each entry in pred_fn_pairs must be a 2-tuple, got {pair!r}")
-        if not callable(pair[1]):
-            raise TypeError("fn for pred %s must be callable." % getattr(pair[0], "name", ""))
+            raise TypeError(f"Each entry in 'pred_fn_pairs' must be a 2-tuple, got {pair!r}")
+        pred, fn = pair
+        if not isinstance(pred, Tensor):
+            raise TypeError(f"pred must be a Tensor, got: {pred}")
+        if not pred.dtype.is_bool:
+            raise TypeError(f"pred must be Tensor of type bool: {pred.name}")
+        if not callable(fn):
+            raise TypeError(f"fn for pred {pred.name} must be callable.")
+    if default is not None and not callable(default):
+        raise TypeError("default must be callable.")
     if not pairs:
         if default is None:
             raise ValueError("pred_fn_pairs is empty and no default was given")
         return default()
-    if default is None:  # TF1: the last pair's fn serves as the default
-        pairs, default = pairs[:-1], pairs[-1][1]
-        if not pairs:
-            return default()
     with name_scope(name, "case", [p for p, _ in pairs]):
-        preds = [convert_to_tensor(p) for p, _ in pairs]
+        preds = [p for p, _ in pairs]
+        fns = [f for _, f in pairs]
+        if default is None:
+            default = _checked_default(preds, fns[-1])
+            preds, fns = preds[:-1], fns[:-1]
         if exclusive and len(preds) > 1:
             from jitflow.ops.join import stack
             from jitflow.ops.math.casting import cast
             from jitflow.ops.reduce import reduce_sum
             count = reduce_sum(cast(stack(preds), _dtypes.int32))
-            check = Assert(count <= 1, [preds], name="exclusive")
+            check = Assert(count <= 1, ["Input error: exclusive=True", stack(preds)],
+                           name="exclusive")
             with get_default_graph().control_dependencies([check]):
                 preds = [_identity(q) for q in preds]
         result = default
-        for p, (_, fn) in reversed(list(zip(preds, pairs))):
+        for p, fn in reversed(list(zip(preds, fns))):
             result = _chain(p, fn, result, strict)
         return result()
+
+
+def _checked_default(preds: list, fn: Callable) -> Callable:
+    """TF1's default of a `case` without one: the last fn, its outputs passed on only after a
+    check that the last predicate is true (reached when every earlier one is false)."""
+    def default():
+        from jitflow.ops.join import stack
+        check = Assert(preds[-1], ["Input error: None of conditions evaluated as True:",
+                                   stack(preds, name="preds_c")])
+        out = fn()
+        with get_default_graph().control_dependencies([check]):
+            return _structure.map_structure(
+                lambda t: _identity(t) if isinstance(t, Tensor) else t, out)
+    return default
 
 
 def _chain(p: Tensor, fn: Callable, rest: Callable, strict: bool) -> Callable:

@@ -10,6 +10,7 @@ import numpy as np
 from jitflow.compiler.ir import X0, X1, Apply, Check, Load, MatMul, Reduce, S
 from jitflow.compiler.lower import Unsupported
 from jitflow.core.graph import Tensor, convert_to_tensor, make_op, name_scope
+from jitflow.ops.framework import IndexedSlices
 from jitflow.ops.math.unary import abs as _abs, sqrt
 from jitflow.ops.math.arithmetic import pow as _pow, multiply
 from jitflow.ops.math.common import add_n, check_dtype, scalar_like, unbroadcast
@@ -359,13 +360,19 @@ def clip_by_norm(t, clip_norm, axes=None, name: Optional[str] = None) -> Tensor:
         return make_op("RealDiv", [t * clip, maximum(l2norm, clip)], name=scope).outputs[0]
 
 
+def _values_of(t):
+    """A tensor's self, an IndexedSlices' values (what the norms count)."""
+    return t.values if isinstance(t, IndexedSlices) else t
+
+
 def global_norm(t_list, name: Optional[str] = None) -> Tensor:
     """`tf.global_norm`: sqrt of the sum of squares of every element of every tensor (None
-    entries are skipped)."""
+    entries are skipped; an IndexedSlices counts its `values`, as TF)."""
     if isinstance(t_list, Tensor) or not isinstance(t_list, (list, tuple)):
         raise TypeError("t_list should be a sequence")
-    with name_scope(name, "global_norm", [t for t in t_list if t is not None]) as scope:
-        sums = [reduce_sum(t * t) for t in (convert_to_tensor(v) for v in t_list if v is not None)]
+    vals = [_values_of(v) for v in t_list if v is not None]
+    with name_scope(name, "global_norm", vals) as scope:
+        sums = [reduce_sum(t * t) for t in (convert_to_tensor(v) for v in vals)]
         if not sums:
             raise ValueError("global_norm needs at least one tensor")
         total = add_n(sums) if len(sums) > 1 else sums[0]
@@ -374,11 +381,13 @@ def global_norm(t_list, name: Optional[str] = None) -> Tensor:
 
 def clip_by_global_norm(t_list, clip_norm, use_norm=None, name: Optional[str] = None):
     """`tf.clip_by_global_norm`: scale every tensor by clip_norm / max(global_norm, clip_norm);
-    returns (clipped list with None kept, the global norm)."""
+    returns (clipped list with None kept, the global norm). An IndexedSlices (a sparse
+    gradient) comes back as one, its values scaled."""
     if isinstance(t_list, Tensor) or not isinstance(t_list, (list, tuple)):
         raise TypeError("t_list should be a sequence")
     t_list = list(t_list)
-    with name_scope(name, "clip_by_global_norm", [t for t in t_list if t is not None]):
+    with name_scope(name, "clip_by_global_norm",
+                    [_values_of(t) for t in t_list if t is not None]):
         norm_ = global_norm(t_list, "global_norm") if use_norm is None else \
             convert_to_tensor(use_norm)
         clip = convert_to_tensor(clip_norm, dtype=None if isinstance(clip_norm, Tensor)
@@ -389,6 +398,11 @@ def clip_by_global_norm(t_list, clip_norm, use_norm=None, name: Optional[str] = 
         for t in t_list:
             if t is None:
                 out.append(None)
+                continue
+            if isinstance(t, IndexedSlices):
+                v = t.values
+                s = scale if v.dtype == scale.dtype else _cast(scale, v.dtype)
+                out.append(IndexedSlices(v * s, t.indices, t.dense_shape))
                 continue
             t = convert_to_tensor(t)
             s = scale if t.dtype == scale.dtype else _cast(scale, t.dtype)

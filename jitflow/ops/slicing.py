@@ -66,6 +66,11 @@ def _slice_infer(op):
 
 def _slice_index(op, xshape, dyn):
     begin, size_ = _args(op, dyn, "begin", "size")
+    if len(begin) != len(xshape) or len(size_) != len(xshape):
+        # the input's rank was unknown when the graph was built
+        raise _err(f"Expected begin and size arguments to be 1-D tensors of size "
+                   f"{len(xshape)}, but got shapes [{len(begin)}] and [{len(size_)}] "
+                   "instead.", op)
     try:
         sizes = _slice_bounds(begin, size_, xshape)
     except ValueError as e:

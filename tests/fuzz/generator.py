@@ -107,8 +107,9 @@ def concrete(shape: tuple, batch: int) -> tuple:
 
 # -- the generator -------------------------------------------------------------------------------
 class _Gen:
-    def __init__(self, seed: int, max_ops: int) -> None:
+    def __init__(self, seed: int, max_ops: int, wide: bool = True) -> None:
         self.rng = np.random.default_rng(seed)
+        self.wide = wide
         self.seed = seed
         self.nodes: list = []
         self.max_ops = max_ops
@@ -150,12 +151,25 @@ class _Gen:
     # leaves
     def leaf(self, shape: tuple, dtype: str, allow_placeholder: bool = True) -> int:
         """A new placeholder, constant or variable of this shape."""
-        if B in shape or (allow_placeholder and self.chance(0.4)):
+        if not self.wide and (B in shape or (allow_placeholder and self.chance(0.4))):
             static = "none"
             if B not in shape:
                 r = self.rng.random()
                 static = "full" if r < 0.5 else ("unknown_rank" if r < 0.7 else "none")
             return self.add(Node("placeholder", (), {"static": static}, dtype, shape))
+        if self.wide and (B in shape or (allow_placeholder and self.chance(0.4))):
+            # the static shape it is declared with: "full", "none" (B dims None),
+            # "unknown_rank" (shape=None), "partial" (B dims and some others None)
+            r = self.rng.random()
+            if B in shape:
+                static = "none" if r < 0.6 else ("unknown_rank" if r < 0.8 else "partial")
+            else:
+                static = "full" if r < 0.4 else ("unknown_rank" if r < 0.65 else (
+                    "none" if r < 0.75 else "partial"))
+            params = {"static": static}
+            if static == "partial":
+                params["unknown"] = [k for k in range(len(shape)) if self.chance(0.5)]
+            return self.add(Node("placeholder", (), params, dtype, shape))
         if self.chance(0.35) and dtype in FLOATS:
             self.n_vars += 1
             kind = "variable" if self.chance(0.6) else "get_variable"
@@ -217,12 +231,14 @@ class _Gen:
             self.transpose(float_dt)
         elif r < 0.84:
             self.concat(float_dt)
-        elif r < 0.90:
+        elif r < (0.89 if self.wide else 0.90):
             self.getitem(float_dt)
-        elif r < 0.92:
+        elif r < (0.91 if self.wide else 0.92):
             self.tf_slice(float_dt)
-        elif r < 0.96:
+        elif r < (0.95 if self.wide else 0.96):
             self.cast()
+        elif r < 0.97 and self.wide:
+            self.shape_op(float_dt)
         else:
             self.where(float_dt)
 
@@ -543,12 +559,104 @@ class _Gen:
                       self.nodes[a].bounded or src == "int32"))
 
     def where(self, dt: str) -> None:
+        """`tf.where(cmp(a, b), b, c)`: TF1 Select with a condition of x's shape, a vector
+        over x's first axis (whole rows), or a scalar; `where_v2` broadcasting all three;
+        or the coordinates of the true elements (`tf.where(cond)`, summed to a float)."""
         a = self.operand(dt)
         sa = self.nodes[a].shape
-        b = self.operand(dt, sa)
-        c = self.operand(dt, sa)
-        self.add(Node("where", (a, b, c), {"cmp": self.pick(COMPARE)}, dt, sa,
-                      self.nodes[b].bounded and self.nodes[c].bounded))
+        if not self.wide:
+            b = self.operand(dt, sa)
+            c = self.operand(dt, sa)
+            self.add(Node("where", (a, b, c), {"cmp": self.pick(COMPARE)}, dt, sa,
+                          self.nodes[b].bounded and self.nodes[c].bounded))
+            return
+        form = self.pick(("same", "same", "rows", "scalar", "v2", "coords"))
+        cmp = self.pick(COMPARE)
+        if form == "coords":
+            if not sa:
+                return      # tf.where of a scalar condition is a run-time error
+            b = self.operand(dt, sa)
+            self.add(Node("where", (a, b), {"cmp": cmp, "form": form}, "float32", (), False))
+            return
+        if form == "v2":
+            b = self.operand(dt, self._partner(sa))
+            c = self.operand(dt, self._partner(sa))
+            out = broadcast(sa, self.nodes[b].shape)
+            out = broadcast(out, self.nodes[c].shape) if out is not None else None
+            if out is None:
+                return
+            self.add(Node("where", (a, b, c), {"cmp": cmp, "form": form}, dt, out,
+                          self.nodes[b].bounded and self.nodes[c].bounded))
+            return
+        x = self.operand(dt, sa)
+        y = self.operand(dt, sa)
+        if form == "rows" and sa:
+            # a condition vector over the first axis, from two vectors of that length
+            a = self.operand(dt, sa[:1])
+            b = self.operand(dt, sa[:1])
+        elif form == "scalar":
+            a = self.operand(dt, ())
+            b = self.operand(dt, ())
+        else:
+            form = "same"
+            b = x
+        self.add(Node("where", (a, b, x, y), {"cmp": cmp, "form": form}, dt, sa,
+                      self.nodes[x].bounded and self.nodes[y].bounded))
+
+    def _partner(self, sa: tuple) -> tuple:
+        """A shape broadcastable against `sa` (a suffix, some dims 1, or `sa`)."""
+        r = self.rng.random()
+        if r < 0.4:
+            return sa
+        if r < 0.7:
+            return sa[int(self.rng.integers(0, len(sa) + 1)):]
+        return tuple(1 if self.chance(0.5) else d for d in sa)
+
+    def shape_op(self, dt: str) -> None:
+        """expand_dims, squeeze, tile, pad or gather (constant arguments)."""
+        a = self.operand(dt)
+        sa = self.nodes[a].shape
+        bounded = self.nodes[a].bounded
+        kind = self.pick(("expand_dims", "squeeze", "tile", "pad", "gather", "stack"))
+        if kind == "expand_dims":
+            ax = int(self.rng.integers(-len(sa) - 1, len(sa) + 1))
+            k = ax % (len(sa) + 1)
+            self.add(Node(kind, (a,), {"axis": ax}, dt, sa[:k] + (1,) + sa[k:], bounded))
+        elif kind == "squeeze":
+            ones = [k for k, d in enumerate(sa) if d == 1]
+            if not ones:
+                return
+            axis = None if self.chance(0.4) else [self.pick(ones)]
+            gone = ones if axis is None else axis
+            out = tuple(d for k, d in enumerate(sa) if k not in gone)
+            self.add(Node(kind, (a,), {"axis": axis}, dt, out, bounded))
+        elif kind == "tile":
+            if not sa:
+                return
+            m = [int(self.rng.integers(1, 3)) if d != B else 1 for d in sa]
+            out = tuple(d if d == B else d * k for d, k in zip(sa, m))
+            self.add(Node(kind, (a,), {"multiples": m}, dt, out, bounded))
+        elif kind == "pad":
+            if not sa:
+                return
+            pads = [[0, 0] if d == B else [int(self.rng.integers(0, 2)),
+                                            int(self.rng.integers(0, 3))] for d in sa]
+            out = tuple(d if d == B else d + lo + hi for d, (lo, hi) in zip(sa, pads))
+            self.add(Node(kind, (a,), {"paddings": pads}, dt, out, bounded))
+        elif kind == "gather":
+            axes = [k for k, d in enumerate(sa) if d != B and d > 0]
+            if not axes:
+                return
+            ax = self.pick(axes)
+            idx = [int(i) for i in self.rng.integers(0, sa[ax], size=int(self.rng.integers(1, 4)))]
+            out = sa[:ax] + (len(idx),) + sa[ax + 1:]
+            self.add(Node(kind, (a,), {"indices": idx, "axis": ax}, dt, out, bounded))
+        else:
+            b = self.operand(dt, sa)
+            ax = int(self.rng.integers(-len(sa) - 1, len(sa) + 1))
+            k = ax % (len(sa) + 1)
+            self.add(Node(kind, (a, b), {"axis": ax}, dt, sa[:k] + (2,) + sa[k:],
+                          bounded and self.nodes[b].bounded))
 
 
     def while_loop(self, dt: str) -> None:
@@ -578,9 +686,12 @@ class _Gen:
                       and f in _BOUNDED_UNARY and g in _BOUNDED_UNARY))
 
 
-def generate(seed: int, max_ops: int = 12) -> Program:
-    """The random program for `seed`."""
-    g = _Gen(seed, max_ops)
+def generate(seed: int, max_ops: int = 12, wide: bool = True) -> Program:
+    """The random program for `seed`. `wide=False`: the programs of the generator before it
+    made placeholders of partly known shapes, TF1 Select's row and scalar conditions,
+    where_v2, tf.where's coordinates and the shape ops (so seeds pinned by tests keep their
+    programs)."""
+    g = _Gen(seed, max_ops, wide)
     rng = g.rng
     g.leaf(g.rand_shape(int(rng.integers(0, 4)), True), "float32")
     # mostly small programs, some a few dozen ops
@@ -637,7 +748,9 @@ def generate(seed: int, max_ops: int = 12) -> Program:
         if mids:
             prog.fed = [g.pick(mids)]
     if g.chance(0.12):
-        phs = [i for i, n in enumerate(nodes) if n.op == "placeholder"]
+        # a placeholder of unknown rank or dims takes feeds of other shapes: not a target
+        phs = [i for i, n in enumerate(nodes) if n.op == "placeholder"
+               and (n.params["static"] in ("full", "none") or not wide)]
         if g.chance(0.25):
             bad = [i for i, n in enumerate(nodes) if n.dtype in FLOATS and n.shape is not None
                    and any(d != B and d > 1 for d in n.shape)]
@@ -707,6 +820,9 @@ def build(tfm, prog: Program, graph, perturb: float = 0.0) -> dict:
                     shape = None
                 elif static == "full":
                     shape = list(n.shape)
+                elif static == "partial":
+                    shape = [None if d == B or k in p["unknown"] else d
+                             for k, d in enumerate(n.shape)]
                 else:
                     shape = [None if d == B else d for d in n.shape]
                 t[i] = phs[i] = tfm.placeholder(dt, shape, name=f"p{i}")
@@ -886,7 +1002,27 @@ def _build_op(tfm, n: Node, xs: list, nodes: list, side=None):
         cmp = {"less": tfm.less, "greater": tfm.greater, "less_equal": tfm.less_equal,
                "greater_equal": tfm.greater_equal, "equal": tfm.equal,
                "not_equal": tfm.not_equal}[p["cmp"]]
-        return tfm.where(cmp(xs[0], xs[1]), xs[1], xs[2])
+        form = p.get("form", "old")
+        if form == "old":
+            return tfm.where(cmp(xs[0], xs[1]), xs[1], xs[2])
+        c = cmp(xs[0], xs[1])
+        if form == "coords":
+            return tfm.reduce_sum(tfm.cast(tfm.where(c), tfm.float32) + 1.0)
+        if form == "v2":
+            return tfm.where_v2(c, xs[1], xs[2])
+        return tfm.where(c, xs[2], xs[3])
+    if n.op == "expand_dims":
+        return tfm.expand_dims(xs[0], p["axis"])
+    if n.op == "squeeze":
+        return tfm.squeeze(xs[0], p["axis"])
+    if n.op == "tile":
+        return tfm.tile(xs[0], p["multiples"])
+    if n.op == "pad":
+        return tfm.pad(xs[0], p["paddings"])
+    if n.op == "gather":
+        return tfm.gather(xs[0], p["indices"], axis=p["axis"])
+    if n.op == "stack":
+        return tfm.stack([xs[0], xs[1]], axis=p["axis"])
     raise ValueError(f"unknown program op {n.op}")
 
 

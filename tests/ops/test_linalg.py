@@ -173,3 +173,39 @@ def test_clip_by_average_norm(backend):
     got = run(tf.clip_by_average_norm(t, 0.5), {t: v}, backend)
     np.testing.assert_allclose(got, v * 0.5 * 4 / 5)
     np.testing.assert_allclose(run(tf.clip_by_average_norm(t, 2.0), {t: v}, backend), v)
+
+
+def _sparse_clip(t):
+    s = t.IndexedSlices(t.constant([[3.0, 0.0], [0.0, 4.0]]), t.constant([2, 0]),
+                        t.constant([3, 2]))
+    d = t.constant([0.0, 0.0, 0.0])
+    out, norm = t.clip_by_global_norm([s, None, d], 2.5)
+    return out, norm, t.global_norm([s, d])
+
+
+def test_clip_by_global_norm_keeps_indexed_slices(backend):
+    (s, none, d), norm, gn = _sparse_clip(tf)
+    assert isinstance(s, tf.IndexedSlices) and none is None
+    got = run([s.values, s.indices, s.dense_shape, norm, gn, d], {}, backend)
+    np.testing.assert_allclose(got[0], [[1.5, 0.0], [0.0, 2.0]])   # scaled by 2.5 / 5
+    np.testing.assert_array_equal(got[1], [2, 0])
+    np.testing.assert_array_equal(got[2], [3, 2])
+    assert got[3] == got[4] == 5.0
+    np.testing.assert_array_equal(got[5], [0, 0, 0])
+
+
+def test_clip_by_global_norm_of_indexed_slices_matches_tensorflow():
+    tf1 = pytest.importorskip("tensorflow.compat.v1")
+    tf1.disable_eager_execution()
+    g = tf1.Graph()
+    with g.as_default():
+        (s, _, d), norm, gn = _sparse_clip(tf1)
+        assert isinstance(s, tf1.IndexedSlices)
+        with tf1.Session() as sess:
+            want = sess.run([s.values, s.indices, norm, gn, d])
+    (s, _, d), norm, gn = _sparse_clip(tf)
+    with tf.Session() as sess:
+        got = sess.run([s.values, s.indices, norm, gn, d])
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+        assert np.asarray(a).dtype == np.asarray(b).dtype

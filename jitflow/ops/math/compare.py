@@ -10,11 +10,13 @@ from typing import Optional
 import numpy as np
 
 from jitflow.core import dtypes as _dtypes
+from jitflow.core import errors as _errors
+from jitflow.compiler.lower import Unsupported
 from jitflow.compiler.ir import X0, X1, S
 from jitflow.core.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.ops.math.common import (
     _NUMERIC, _binary_examples, _binary_rule, _tf_operand_order, _unary_rule, binary_op,
-    broadcast_reduced, convert_pair, scalar_like, unary_op, unbroadcast,
+    broadcast_reduced, convert_pair, scalar_like, unary_op, unbroadcast, zeros_like_of,
 )
 from jitflow.ops.registry import Example, register
 from jitflow.core.shapes import TensorShape, broadcast_static, shape_tf_str
@@ -101,7 +103,24 @@ def _select_grad(op, g):
     return [None, unbroadcast(where_v2(c, g, zero), x), unbroadcast(where_v2(c, zero, g), y)]
 
 
+def _select_v1_grad(op, g):
+    # Select's own row/scalar/elementwise rule (the condition's rank may be known only when
+    # it runs): x and y have g's shape, so nothing is unbroadcast
+    c = op.inputs[0]
+    zero = zeros_like_of(g)
+    return [None, make_op("Select", [c, g, zero], name="Select").outputs[0],
+            make_op("Select", [c, zero, g], name="Select").outputs[0]]
+
+
 def _select_v2_infer(op):
+    c, x, y = op.inputs
+    _select_dtypes(op)
+    what = f" for '{op.name}' (op: '{op.type}')"
+    shape = broadcast_static(broadcast_static(c.shape, x.shape, what), y.shape, what)
+    return [(x.dtype, shape)]
+
+
+def _select_dtypes(op) -> None:
     c, x, y = op.inputs
     if not c.dtype.is_bool:
         raise TypeError(f"Input 'condition' of '{op.type}' Op has type {c.dtype.name} that "
@@ -109,14 +128,12 @@ def _select_v2_infer(op):
     if x.dtype != y.dtype:
         raise TypeError(f"Input 'e' of '{op.type}' Op has type {y.dtype.name} that does not "
                         f"match type {x.dtype.name} of argument 't'.")
-    what = f" for '{op.name}' (op: '{op.type}')"
-    shape = broadcast_static(broadcast_static(c.shape, x.shape, what), y.shape, what)
-    return [(x.dtype, shape)]
 
 
 def _select_infer(op):
     c, x, y = op.inputs
-    (dtype, shape), = _select_v2_infer(op)
+    _select_dtypes(op)
+    dtype = x.dtype
     if not x.shape.is_compatible_with(y.shape):
         what = (f"rank, but are {x.shape.ndims} and {y.shape.ndims}"
                 if x.shape.ndims != y.shape.ndims else f"shape, but are {x.shape} and {y.shape}")
@@ -124,14 +141,67 @@ def _select_infer(op):
                          f"input shapes: {shape_tf_str(c.shape)}, {shape_tf_str(x.shape)}, "
                          f"{shape_tf_str(y.shape)}.")
     shape = x.shape.merge_with(y.shape)
-    if c.shape.ndims is not None and shape.ndims is not None and c.shape.ndims != shape.ndims:
-        raise ValueError(f"Shapes must be equal rank, but are {c.shape.ndims} and "
-                         f"{shape.ndims} for '{op.name}' (op: 'Select')")
-    return [(dtype, shape)]
+    cr, r = c.shape.ndims, shape.ndims
+    if cr == 0 or cr is None or r is None:
+        return [(dtype, shape)]      # a scalar condition picks all of x or all of y
+    if cr == 1 and r > 1:
+        # a condition vector picks rows: its length is x's first dimension
+        if not c.shape[:1].is_compatible_with(shape[:1]):
+            raise ValueError(f"Dimensions must be equal, but are {c.shape[0]} and "
+                             f"{shape[0]} for '{op.name}' (op: 'Select')")
+        return [(dtype, TensorShape(c.shape[:1]).merge_with(shape[:1]).concatenate(
+            shape[1:]))]
+    if cr != r:
+        raise ValueError(f"Shapes must be equal rank, but are {cr} and {r} for '{op.name}' "
+                         "(op: 'Select')")
+    if not c.shape.is_compatible_with(shape):
+        raise ValueError(f"Shapes must be equal shape, but are {c.shape} and {shape} for "
+                         f"'{op.name}' (op: 'Select')")
+    return [(dtype, shape.merge_with(c.shape))]
 
 
 def _where_ref(op, c, x, y):
     return np.where(c, x, y)
+
+
+def _shape_str(a) -> str:
+    return "[" + ",".join(str(d) for d in np.shape(a)) + "]"
+
+
+def _select_ref(op, c, x, y):
+    """TF1 Select at run time: x and y of one shape; c a scalar (all of x or all of y), a
+    vector over x's first axis (x of rank >= 2: whole rows), or of x's shape. Checked here
+    too, as the condition's rank may be unknown when the graph is built."""
+    c, x, y = np.asarray(c), np.asarray(x), np.asarray(y)
+    if x.shape != y.shape:
+        raise _errors.InvalidArgumentError(
+            None, op, f"'then' and 'else' must have the same size.  but are "
+            f"{_shape_str(x)} and {_shape_str(y)}")
+    if c.ndim == 0:
+        return np.array(x if c else y, copy=True)
+    if c.ndim == 1 and x.ndim >= 2:
+        if c.shape[0] != x.shape[0]:
+            raise _errors.InvalidArgumentError(
+                None, op, f"Number of batches of 'then' must match size of 'cond', but saw: "
+                f"{x.shape[0]} vs. {c.shape[0]}")
+        return np.where(c.reshape(c.shape + (1,) * (x.ndim - 1)), x, y)
+    if c.shape != x.shape:
+        raise _errors.InvalidArgumentError(
+            None, op, f"'then' and 'cond' must have the same size.  but are {_shape_str(x)} "
+            f"vs. {_shape_str(c)}")
+    return np.where(c, x, y)
+
+
+def _lower_select(low, op, pos: int) -> None:
+    """Select compiles as the elementwise select where its operands need no broadcasting but
+    a scalar condition's (known only now when the condition's rank was unknown); a condition
+    vector over rows of a higher-rank x, or mismatched shapes (an error), run the reference."""
+    c, x, y = (low.expr(t, shape_only=True) for t in op.inputs)
+    if x.ones != y.ones:
+        raise Unsupported("Select of differently shaped then/else")
+    if c.ones and c.ones != x.ones:
+        raise Unsupported("Select with a condition of another shape class than then/else")
+    low.elementwise(op, pos)
 
 
 register("SelectV2", infer=_select_v2_infer, ref=_where_ref, grad=_select_grad,
@@ -140,8 +210,8 @@ register("SelectV2", infer=_select_v2_infer, ref=_where_ref, grad=_select_grad,
                            lambda c, a, b: np.where(c > 0, a, b), id="bcast"),
                    Example(lambda c, a, b: where_v2(c > 0, a, b), [(2, 1), (1, 3), ()],
                            lambda c, a, b: np.where(c > 0, a, b), id="outer")])
-register("Select", infer=_select_infer, ref=_where_ref, grad=_select_grad,
-         kind="elementwise", scalar="select",
+register("Select", infer=_select_infer, ref=_select_ref, grad=_select_v1_grad,
+         kind="elementwise", scalar="select", lower=_lower_select,
          doc="TF1 `tf.where(c, x, y)`: x and y of one shape; c of their rank (a condition "
              "vector over the first axis is expanded to [n, 1, ...] by `where`).",
          examples=[Example(lambda c, a, b: where(c > 0, a, b), [(2, 3), (2, 3), (2, 3)],
@@ -156,8 +226,17 @@ def _where_indices_infer(op):
              else TensorShape([None, None]))]
 
 
-register("Where", infer=_where_indices_infer,
-         ref=lambda op, c: np.argwhere(np.asarray(c)).astype(np.int64),
+def _where_indices_ref(op, c):
+    c = np.asarray(c)
+    if c.ndim == 0:
+        # TF's kernel takes rank >= 1 only (a condition of unknown rank fed a scalar)
+        raise _errors.InvalidArgumentError(
+            None, op, "WhereOp: Unhandled input dimensions: 0 (the condition must have rank "
+            ">= 1)")
+    return np.argwhere(c).astype(np.int64)
+
+
+register("Where", infer=_where_indices_infer, ref=_where_indices_ref,
          differentiable=False, kind="other",
          doc="Coordinates of the true (non-zero) elements: int64 [num_true, rank].",
          examples=[Example(lambda c: where(c > 0), [(3, 4)],
@@ -271,6 +350,10 @@ def where(condition, x=None, y=None, name: Optional[str] = None) -> Tensor:
         xr = x.shape.merge_with(y.shape).ndims if x.shape.is_compatible_with(y.shape) else None
         if c.shape.ndims == 1 and xr is not None and xr > 1:
             like = x if x.shape.ndims is not None else y
+            if not c.shape.is_compatible_with(like.shape[:1]):
+                raise ValueError(f"Dimensions must be equal, but are {c.shape[0]} and "
+                                 f"{like.shape[0]} for '{scope}Select' (op: 'Select'): the "
+                                 f"condition {c.name} picks rows of {like.name}")
             c = broadcast_reduced(c, like, range(1, xr))
         return make_op("Select", [c, x, y], name=scope).outputs[0]
 

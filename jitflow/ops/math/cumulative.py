@@ -98,8 +98,7 @@ def _cum(op_type, x, axis, exclusive, reverse, name):
             if not -r <= axis < r:
                 raise ValueError(f"axis {axis} is out of range for a tensor of rank {r}")
             axis %= r
-        elif axis < 0:
-            raise ValueError("a negative axis needs a tensor of known rank")
+        # rank unknown: a negative axis stays negative (counted from the end when it runs)
         return make_op(op_type, [x], {"axis": axis, "exclusive": bool(exclusive),
                                       "reverse": bool(reverse)}, name=scope).outputs[0]
 

@@ -3,6 +3,7 @@ TopKGrad, and InTopKV2 (`tf.nn.in_top_k`, the usual TF1 accuracy op).
 """
 from __future__ import annotations
 
+import collections
 from typing import Optional
 
 import numpy as np
@@ -94,6 +95,10 @@ def _np_put_top2(g, x):
     return out
 
 
+#: what `top_k` returns, as TF: a named pair (a tuple: `values, indices = top_k(...)` works)
+TopKV2 = collections.namedtuple("TopKV2", ["values", "indices"])
+
+
 def top_k(input, k: int = 1, sorted: bool = True, name: Optional[str] = None):  # noqa: A002
     """`tf.nn.top_k`: (values, indices) of the `k` largest entries along the last axis."""
     if isinstance(k, Tensor):
@@ -104,7 +109,7 @@ def top_k(input, k: int = 1, sorted: bool = True, name: Optional[str] = None):  
         raise ValueError(f"Need k >= 0, got {k}")
     x = convert_to_tensor(input, name="input")
     op = make_op("TopKV2", [x], {"k": int(k), "sorted": bool(sorted)}, name=name or "TopKV2")
-    return op.outputs[0], op.outputs[1]
+    return TopKV2(op.outputs[0], op.outputs[1])
 
 
 def _in_top_k_infer(op):
