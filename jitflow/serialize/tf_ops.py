@@ -519,6 +519,11 @@ def _i_rank(ctx, node):
 @exporter("Transpose")
 def _x_transpose(ctx, op):
     perm = op.attrs["perm"]
+    if len(op.inputs) == 2:  # a perm known only at run time
+        ctx.node(op, "Transpose", [ctx.input_name(op.inputs[0]), ctx.input_name(op.inputs[1])],
+                 {"T": ctx.type(op.inputs[0].dtype), "Tperm": ctx.type(op.inputs[1].dtype)},
+                 data_inputs=False)
+        return None
     if perm is None:
         rank = op.inputs[0].shape.ndims
         if rank is None:
@@ -531,7 +536,7 @@ def _x_transpose(ctx, op):
 
 @importer("Transpose")
 def _i_transpose(ctx, node):
-    return [_api().transpose(ctx.inputs[0], ctx.static_ints(1, "perm"), name=ctx.name)]
+    return [_api().transpose(ctx.inputs[0], ctx.inputs[1], name=ctx.name)]
 
 
 @exporter("ExpandDims")

@@ -492,6 +492,34 @@ def test_top_k_and_in_top_k(backend):
         tf.nn.top_k(tf.placeholder(tf.float32, [2, 2]), 3)
 
 
+def test_top_k_returns_tf1_namedtuple(backend):
+    x = tf.placeholder(tf.float32, [2, 3], name="x")
+    r = tf.nn.top_k(x, 2)
+    assert type(r).__name__ == "TopKV2" and r._fields == ("values", "indices")
+    assert r.values is r[0] and r.indices is r[1]
+    assert (r.values.name, r.indices.name) == ("TopKV2:0", "TopKV2:1")
+    assert tf.math.top_k is tf.nn.top_k
+    got = run(r, {x: np.float32([[1, 3, 2], [0, -1, 4]])}, backend)
+    assert type(got).__name__ == "TopKV2"
+    assert got.values.tolist() == [[3, 2], [4, 0]] and got.indices.tolist() == [[1, 2], [2, 0]]
+
+
+def test_top_k_namedtuple_matches_tensorflow():
+    tf_ref = pytest.importorskip("tensorflow.compat.v1")
+    v = np.float32([[1, 3, 2], [0, -1, 4]])
+    with tf_ref.Graph().as_default():
+        want = tf_ref.nn.top_k(tf_ref.constant(v), 2)
+        names = (type(want).__name__, want._fields, want.values.name, want.indices.name)
+        want = tf_ref.Session().run(want)
+    got = tf.nn.top_k(tf.constant(v), 2)
+    assert (type(got).__name__, got._fields, got.values.name, got.indices.name) == names
+    with tf.Session() as sess:
+        got = sess.run(got)
+    assert type(got).__name__ == type(want).__name__
+    np.testing.assert_array_equal(got.values, want.values)
+    np.testing.assert_array_equal(got.indices, want.indices)
+
+
 def test_embedding_lookup(backend):
     params = tf.placeholder(tf.float32, [4, 2])
     pv = np.float32([[0, 0], [3, 4], [1, 0], [0, 2]])
