@@ -321,7 +321,8 @@ def _x_conv(ctx, op):
         "T": ctx.type(op.inputs[0].dtype), "strides": ctx.ints(a["strides"]),
         "padding": ctx.s(a["padding"]), "data_format": ctx.s("NHWC"),
         "dilations": ctx.ints(a.get("dilations", (1, 1, 1, 1))),
-        "use_cudnn_on_gpu": ctx.b(True), "explicit_paddings": ctx.ints([])})
+        "use_cudnn_on_gpu": ctx.b(True),
+        "explicit_paddings": ctx.ints(a.get("explicit_paddings") or [])})
 
 
 def _nchw_in(ctx, x):
@@ -341,11 +342,14 @@ def _nhwc(v) -> list:
 def _i_conv(ctx, node):
     x, f = ctx.inputs
     padding = ctx.attr("padding")
-    if padding == "EXPLICIT":
-        ctx.unsupported("Conv2D with padding EXPLICIT")
+    nchw = ctx.attr("data_format", "NHWC") == "NCHW"
+    if padding == "EXPLICIT":   # 8 ints in the node's layout: [before, after] pairs, NHWC here
+        p = _ints(ctx.attr("explicit_paddings", []))
+        pairs = [p[i:i + 2] for i in range(0, len(p), 2)]
+        padding = [pairs[0], pairs[2], pairs[3], pairs[1]] if nchw and len(pairs) == 4 else pairs
     strides = _ints(ctx.attr("strides"))
     dilations = _ints(ctx.attr("dilations", [1, 1, 1, 1]))
-    if ctx.attr("data_format", "NHWC") == "NCHW":
+    if nchw:
         y = _api().nn.conv2d(_nchw_in(ctx, x), f, _nhwc(strides), padding,
                              dilations=_nhwc(dilations), name=ctx.name + "/nhwc")
         return [_nchw_out(ctx, y)]

@@ -520,6 +520,84 @@ def test_top_k_namedtuple_matches_tensorflow():
     np.testing.assert_array_equal(got.indices, want.indices)
 
 
+def test_conv2d_explicit_padding_by_hand(backend):
+    # x = [[1, 2], [3, 4]] padded with a row above and a column right: [[0, 0, 0], [1, 2, 0],
+    # [3, 4, 0]]; a 2x2 filter of ones sums each 2x2 window
+    x = tf.placeholder(tf.float64, [1, 2, 2, 1])
+    f = tf.placeholder(tf.float64, [2, 2, 1, 1])
+    y = tf.nn.conv2d(x, f, 1, [[0, 0], [1, 0], [0, 1], [0, 0]])
+    assert y.op.type == "Conv2D" and y.op.get_attr("padding") == "EXPLICIT"
+    assert tuple(y.op.get_attr("explicit_paddings")) == (0, 0, 1, 0, 0, 1, 0, 0)
+    assert y.shape.as_list() == [1, 2, 2, 1]
+    dx, df = tf.gradients(tf.reduce_sum(y), [x, f])
+    xv, fv = np.float64([1, 2, 3, 4]).reshape(1, 2, 2, 1), np.ones((2, 2, 1, 1))
+    got_y, got_dx, got_df = run([y, dx, df], {x: xv, f: fv}, backend)
+    assert got_y[0, :, :, 0].tolist() == [[3, 2], [10, 6]]
+    assert got_dx[0, :, :, 0].tolist() == [[2, 4], [1, 2]]   # windows covering each pixel
+    assert got_df[:, :, 0, 0].tolist() == [[3, 2], [10, 6]]  # sums of each tap's pixels
+    # NCHW: the pairs in NCHW order
+    xc = tf.placeholder(tf.float64, [1, 1, 2, 2])
+    yc = tf.nn.conv2d(xc, f, [1, 1, 1, 1], [[0, 0], [0, 0], [1, 0], [0, 1]], data_format="NCHW")
+    assert yc.shape.as_list() == [1, 1, 2, 2]
+    assert run(yc, {xc: xv.reshape(1, 1, 2, 2), f: fv}, backend)[0, 0].tolist() == \
+        [[3, 2], [10, 6]]
+
+
+def test_conv2d_explicit_padding_errors():
+    x = tf.placeholder(tf.float32, [1, 2, 2, 3])
+    f = tf.ones([3, 2, 3, 4])
+    with pytest.raises(ValueError, match="it must be of size 4"):
+        tf.nn.conv2d(x, f, 1, [[0, 0], [1, 2], [3, 0]])
+    with pytest.raises(ValueError, match="must be a list/tuple of size 2"):
+        tf.nn.conv2d(x, f, 1, [1, 2, 3, 4])
+    with pytest.raises(ValueError, match="Nonzero explicit padding in the batch or depth"):
+        tf.nn.conv2d(x, f, 1, [[1, 0], [1, 2], [3, 0], [0, 0]])
+    with pytest.raises(ValueError, match="must be nonnegative"):
+        tf.nn.conv2d(x, f, 1, [[0, 0], [-1, 2], [3, 0], [0, 0]])
+    with pytest.raises(ValueError, match="Negative dimension size caused by subtracting 3 from 2"):
+        tf.nn.conv2d(x, f, 1, [[0, 0], [0, 0], [0, 0], [0, 0]])
+    with pytest.raises(ValueError, match="not in"):
+        tf.nn.conv2d(x, f, 1, "same")
+    assert tf.nn.conv2d(x, f, 1, [[0, 0], [1, 0], [0, 0], [0, 0]]).shape.as_list() == \
+        [1, 1, 1, 4]
+
+
+@pytest.mark.parametrize("fmt", ["NHWC", "NCHW"])
+def test_conv2d_explicit_padding_matches_tensorflow(fmt):
+    tf_ref = pytest.importorskip("tensorflow.compat.v1")
+    rng = np.random.default_rng(4)
+    xv = rng.standard_normal((2, 5, 6, 3)).astype(np.float32)
+    fv = rng.standard_normal((3, 2, 3, 4)).astype(np.float32)
+    wv = rng.standard_normal((2, 3, 8, 4)).astype(np.float32)
+    pads, strides = [[0, 0], [1, 2], [3, 0], [0, 0]], [1, 2, 1, 1]
+    to_nchw = (0, 3, 1, 2)
+    if fmt == "NCHW":
+        xv, wv = xv.transpose(to_nchw), wv.transpose(to_nchw)
+
+    def build(t, x_fmt):
+        x, f, w = t.constant(xv), t.constant(fv), t.constant(wv)
+        if x_fmt == "NCHW":
+            y = t.nn.conv2d(x, f, [1, 1, 2, 1], [[0, 0], [0, 0], [1, 2], [3, 0]],
+                            data_format="NCHW")
+        elif fmt == "NCHW":   # TF's CPU kernels compute NHWC only: the same conv transposed
+            y = t.transpose(t.nn.conv2d(t.transpose(x, (0, 2, 3, 1)), f, strides, pads),
+                            to_nchw)
+        else:
+            y = t.nn.conv2d(x, f, strides, pads)
+        return [y] + t.gradients(t.reduce_sum(y * w), [x, f]), y.shape.as_list()
+
+    with tf_ref.Graph().as_default():
+        _, want_shape = build(tf_ref, fmt)    # TF's shape inference in the layout itself
+        outs, _ = build(tf_ref, "NHWC")
+        want = tf_ref.Session().run(outs)
+    outs, got_shape = build(tf, fmt)
+    assert got_shape == want_shape
+    with tf.Session() as sess:
+        got = sess.run(outs)
+    for w, h in zip(want, got):
+        np.testing.assert_allclose(h, w, rtol=1e-4, atol=1e-4)
+
+
 def test_embedding_lookup(backend):
     params = tf.placeholder(tf.float32, [4, 2])
     pv = np.float32([[0, 0], [3, 4], [1, 0], [0, 2]])
