@@ -33,6 +33,7 @@ from jitflow.backends.numba_cpu.llvmgen import LLVMKernel, print_llvm
 from jitflow.backends.numba_cpu.pyprint import POISON
 from jitflow.backends.pytext import dim_text
 from jitflow.compiler.loops import Buf, Lit, Load, Local, LoopKernel, Unsupported
+from jitflow.runtime import config
 
 __all__ = ["build", "compile_ir", "warm_up", "NotReady", "STATS", "LEVELS"]
 
@@ -53,6 +54,7 @@ _STATE: dict = {}
 
 def warm_up() -> None:
     """Load LLVM and make the quick engine now (~45 ms, once per process)."""
+    _host()
     _engine("quick")
 
 
@@ -70,6 +72,30 @@ def _llvm():
                 pass
         _STATE["llvm"] = llvm
     return llvm
+
+
+def _host() -> str:
+    """LLVM's version and the host CPU's name and features, asked once: every LLVM call waits
+    for llvmlite's process-wide lock, which a compile on the compiler thread holds."""
+    h = _STATE.get("host")
+    if h is None:
+        llvm = _llvm()
+        h = _STATE["host"] = (f"{llvm.llvm_version_info}|{llvm.get_host_cpu_name()}|"
+                              f"{llvm.get_host_cpu_features().flatten()}")
+    return h
+
+
+def vector_bytes() -> int:
+    """The bytes per vector loops are printed for (JITFLOW_VECTOR_BYTES, else the host's)."""
+    n = config.get("JITFLOW_VECTOR_BYTES")
+    if n is not None:
+        return max(0, int(n))
+    v = _STATE.get("vbytes")
+    if v is None:
+        feats = _llvm().get_host_cpu_features()
+        v = _STATE["vbytes"] = (64 if feats.get("avx512f") else 32 if feats.get("avx")
+                                else 16)
+    return v
 
 
 def _engine(level: str):
@@ -151,10 +177,8 @@ def _object_key(text: str, libraries, level: str) -> str:
     """The cache key of a kernel's machine code: its IR, the library IR linked in, the level,
     LLVM's version and the host CPU (name and features)."""
     import hashlib
-    llvm = _llvm()
     h = hashlib.sha256()
-    h.update(f"{_OBJECT_FORMAT}|{level}|{llvm.llvm_version_info}|{llvm.get_host_cpu_name()}|"
-             f"{llvm.get_host_cpu_features().flatten()}|".encode())
+    h.update(f"{_OBJECT_FORMAT}|{level}|{_host()}|".encode())
     h.update(text.encode())
     for lib in libraries:
         h.update(b"|" + lib.encode())
@@ -179,12 +203,12 @@ def optimized_ir(text: str, libraries=(), level: str = "opt") -> str:
 
 
 # -- symbols the kernels call ---------------------------------------------------------------------
-def _math_name(fn: str, dtype: str) -> str:
-    """The name of jitflow's math function (fn, dtype) (mathir.py: linked in by compile_ir)."""
+def _math_name(fn: str, dtype: str, lanes: int = 0) -> str:
+    """The name of jitflow's math function (fn, dtype) on `lanes` lanes (mathir.py: linked in
+    by compile_ir)."""
     if (fn, dtype) not in mathir.FUNCTIONS:
         raise Unsupported(f"math function {fn} of {dtype}")
-    return f'"{mathir.function_name(fn, dtype)}"'
-
+    return f'"{mathir.function_name(fn, dtype, lanes)}"'
 
 
 def _nnlib_symbol(fn: str, dtype: str) -> str:
@@ -281,10 +305,10 @@ class Prepared:
     def __init__(self, lk: LoopKernel, poison: bool = False) -> None:
         blas.bind()
         self.lk = lk
-        self.lg = print_llvm(lk, _NAME, _math_name, _nnlib_symbol)
+        self.lg = print_llvm(lk, _NAME, _math_name, _nnlib_symbol, vector_bytes())
         self.lits: list = []
         self.src = _wrapper_source(lk, self.lg, self.lits, poison)
-        self.libraries = [mathir.function_ir(f, d) for f, d in sorted(self.lg.math)]
+        self.libraries = [mathir.function_ir(f, d, n) for f, d, n in sorted(self.lg.math)]
 
     def key(self, level: str) -> str:
         return _object_key(self.lg.text, self.libraries, level)
