@@ -683,15 +683,15 @@ def _x_gather(ctx, op):
     axis = ctx.const_input(op, "axis", np.array(op.attrs["axis"], np.int32))
     ctx.node(op, "GatherV2", [ctx.input_name(op.inputs[0]), ctx.input_name(op.inputs[1]), axis],
              {"Tparams": ctx.type(op.inputs[0].dtype), "Tindices": ctx.type(op.inputs[1].dtype),
-              "Taxis": ctx.type("int32"), "batch_dims": ctx.i(0)}, data_inputs=False)
+              "Taxis": ctx.type("int32"),
+              "batch_dims": ctx.i(op.attrs.get("batch_dims", 0))}, data_inputs=False)
 
 
 @importer("GatherV2", "Gather")
 def _i_gather(ctx, node):
     axis = 0 if node.op == "Gather" else int(ctx.static_ints(2, "axis")[0])
-    if int(ctx.attr("batch_dims", 0)) != 0:
-        ctx.unsupported("GatherV2 with batch_dims")
-    return [_api().gather(ctx.inputs[0], ctx.inputs[1], axis=axis, name=ctx.name)]
+    return [_api().gather(ctx.inputs[0], ctx.inputs[1], axis=axis, name=ctx.name,
+                          batch_dims=int(ctx.attr("batch_dims", 0)))]
 
 
 @exporter("GatherNd")
