@@ -8,7 +8,8 @@ export JITFLOW_CACHE_DIR ?= $(CURDIR)/.cache/jitflow
 export OPENBLAS_NUM_THREADS ?= 1
 export PYTHONHASHSEED ?= 0
 
-.PHONY: all install test test-cuda demo bench bench-quick bench-cuda lint clean fuzz soak
+.PHONY: all install test test-cuda demo bench bench-quick bench-cold bench-cold-quick exit-check \
+	bench-cuda lint clean fuzz soak
 
 all: test
 
@@ -56,15 +57,37 @@ $(BENCH_STAMP): $(STAMP)
 	touch $(BENCH_STAMP)
 
 # the peer table, then compile time: first results from 10 to 1,000 ops (fresh processes, empty
-# and warm kernel cache, against TF1 and JAX) and the first steps of the RNN and CNN models
-# with an empty cache (results in benchmarks/results/)
+# and warm kernel cache, against TF1 and JAX), the first steps of the RNN and CNN models with an
+# empty cache, and the cold workloads (results in benchmarks/results/)
 bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/run.py
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python benchmarks/compile_scaling.py \
 		--sizes 10,50,200,1000 --modes forward,train \
-		--peers jitflow-tier1,jitflow,jitflow-cached,tf1,jax --out benchmarks/results/compile_scaling
+		--peers jitflow,jitflow-quick,jitflow-sync,jitflow-cached,tf1,jax \
+		--out benchmarks/results/compile_scaling
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python benchmarks/rnn_first_step.py --model rnn
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python benchmarks/rnn_first_step.py --model cnn
+	$(MAKE) bench-cold
+
+# what a user waits for: a fixed amount of work per case, each peer (jitflow's default mode with
+# an empty and with a warm kernel cache, NumPy, JAX, TF1) in a fresh process, whole-program wall
+# time and ratios (~10 min; bench-cold-quick: a 1-3 minute smoke). JAX and TF1 run in
+# BENCH_PYTHON (default: this venv, which the bench extra gives both)
+BENCH_PYTHON ?= $(BIN)/python
+bench-cold: $(BENCH_STAMP)
+	$(BIN)/python benchmarks/cold_workloads.py --bench-python $(BENCH_PYTHON) \
+		--out benchmarks/results
+
+bench-cold-quick: $(STAMP)
+	$(BIN)/python benchmarks/cold_workloads.py --quick --bench-python $(BENCH_PYTHON)
+
+# a short CNN program 100 times in fresh processes (empty and warm kernel cache), exiting while
+# the compiler thread works: counts unclean exits, requires bit-identical results (~4 min on an
+# idle 2-core machine, 20 under load 11)
+EXIT_RUNS ?= 100
+exit-check: $(STAMP)
+	$(BIN)/python benchmarks/exit_check.py --runs $(EXIT_RUNS) \
+		--out benchmarks/results/exit_check.md
 
 bench-quick: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/run.py --quick

@@ -1,8 +1,9 @@
 """Running one benchmark peer in a fresh process: its environment, and its one result line.
 
-Peers named `jitflow-sync` get JITFLOW_COMPILE=sync; every other peer gets jitflow's default
-(background) mode, whatever the parent has. Children run with one BLAS thread, TF's logging
-quiet and this checkout first on the path.
+Peers named `jitflow-sync`, `jitflow-quick` and `jitflow-numba` get that JITFLOW_COMPILE mode;
+every other peer (`jitflow` included) gets jitflow's default mode (`auto`: quick code at once,
+optimized code from the compiler thread), whatever the parent has. Children run with one BLAS
+thread, TF's logging quiet and this checkout first on the path.
 """
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import time
 from typing import Optional
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: peer name -> its JITFLOW_COMPILE (peers not named here run the default mode)
+MODES = {"jitflow-sync": "sync", "jitflow-quick": "quick", "jitflow-numba": "numba"}
 
 
 def peer_env(peer: str, cache_dir: str, **extra: str) -> dict:
@@ -21,12 +24,9 @@ def peer_env(peer: str, cache_dir: str, **extra: str) -> dict:
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="3",
                JITFLOW_CACHE_DIR=cache_dir, PYTHONPATH=ROOT, **extra)
     env.pop("JITFLOW_COMPILE", None)
-    if peer == "jitflow-sync":
-        env["JITFLOW_COMPILE"] = "sync"
-    elif peer == "jitflow-tier1":    # tier 1 alone: never Numba
-        env["JITFLOW_COMPILE"] = "tier1"
-    elif peer == "jitflow-notier1":  # background mode as before tier 1: references first
-        env["JITFLOW_TIER1"] = "0"
+    mode = MODES.get(peer)
+    if mode is not None:
+        env["JITFLOW_COMPILE"] = mode
     return env
 
 

@@ -2,20 +2,23 @@
 fresh process.
 
     python benchmarks/compile_scaling.py [--sizes 10,50,200,1000] [--peers jitflow,tf1,jax]
-        (jitflow peers: jitflow-sync, jitflow (background: tier 1 first), jitflow-tier1 (tier 1
-        alone), jitflow-notier1 (background with references first), jitflow-cached)
-                                         [--modes forward,train] [--repeat 1]
+        (jitflow peers: jitflow (the default mode, auto), jitflow-sync, jitflow-quick,
+        jitflow-numba, jitflow-cached)
+                                         [--modes forward,train] [--out DIR]
 
 The graph is a random mix, from one seed, of elementwise ops, `tanh(matmul(h, W))` with 64x64
 weights and row reductions (`tanh(h - reduce_mean(h, 1, keepdims=True))`) over a [64, 64]
 batch; "train" adds gradients and an Adam step. The same program is built through
 `jitflow`, `tensorflow.compat.v1` and `jax.numpy`. Each child imports its peer (timed apart),
 builds the graph and runs it once; it prints one line `SCALING {json}` with the CPU seconds and
-wall seconds of build + first result (CPU of the whole process, so background compiler threads
-count). jitflow is measured three ways: "sync" (JITFLOW_COMPILE=sync: the first result is
-compiled), "first" (the default background mode: the first result, and how long until every
-kernel is compiled and in use) and "cached" (a second process on the filled kernel cache).
-Children get an empty private JITFLOW_CACHE_DIR; OPENBLAS_NUM_THREADS=1 everywhere.
+wall seconds of build + first result (CPU of the whole process, so the compiler thread counts).
+jitflow is measured in each JITFLOW_COMPILE mode: "jitflow" (auto: the first result on quick
+code, then runs until the compiler thread has given every kernel its optimized code, and
+when), "jitflow-sync" (the first result on optimized code), "jitflow-quick" (quick code only),
+"jitflow-numba" (Numba kernels), each with its warm run time; and "jitflow-cached" (a second
+process in the default mode, on the kernel cache a sync process filled). Children get an empty
+private JITFLOW_CACHE_DIR and NUMBA_CACHE_DIR; OPENBLAS_NUM_THREADS=1 everywhere.
+`benchmarks/cold_workloads.py` times whole workloads (every step) the same way.
 """
 from __future__ import annotations
 
@@ -147,8 +150,8 @@ def _graph_child(tf, steps, train: bool, cached_probe=None, warm: bool = False) 
         if cached_probe is not None:
             out.update(cached_probe(sess, fetch, x, xv, t1))
         elif warm:
-            # the warm run time of what runs after the first result (sync: Numba's kernels,
-            # tier1: tier 1's): the median of 20 runs after 3 more
+            # the warm run time of the code the first result ran on (sync: optimized code,
+            # quick: quick code, numba: Numba kernels): the median of 20 runs after 3 more
             for _ in range(3):
                 sess.run(fetch, {x: xv})
             times = []
@@ -161,11 +164,9 @@ def _graph_child(tf, steps, train: bool, cached_probe=None, warm: bool = False) 
 
 
 def _jitflow_probe(sess, fetch, x, xv, t1):
-    """Keep running until the background compiler is idle and a run used only native code;
-    report when that happened."""
-    from jitflow.backends.numba_cpu import background
-    from jitflow.backends.numba_cpu import cache as jcache
-    stats = jcache.STATS
+    """Keep running until the compiler thread is idle (every kernel on its optimized code);
+    report when that happened and the warm run time then."""
+    from jitflow.backends.numba_cpu import background, llvmjit
     deadline = time.perf_counter() + 600
     runs = 1
     while background.pending() and time.perf_counter() < deadline:
@@ -173,12 +174,16 @@ def _jitflow_probe(sess, fetch, x, xv, t1):
         runs += 1
     t = time.perf_counter() - t1
     cpu = time.process_time() - C_AFTER_IMPORT
-    t_run = time.perf_counter()
-    sess.run(fetch, {x: xv})
+    times = []
+    for _ in range(5):
+        t_run = time.perf_counter()
+        sess.run(fetch, {x: xv})
+        times.append(time.perf_counter() - t_run)
     return {"compiled_wall": t, "compiled_cpu": cpu, "runs_until_compiled": runs,
-            "compiles": stats.get("compiles", 0),
-            "kernel_loads": stats.get("disk_loads", 0),
-            "warm_run_s": time.perf_counter() - t_run}
+            "quick_built": llvmjit.STATS.get("quick", 0),
+            "opt_built": llvmjit.STATS.get("opt", 0),
+            "objects_loaded": llvmjit.STATS.get("objects_loaded", 0),
+            "warm_run_s": float(np.median(times))}
 
 
 def _jax_child(steps, train: bool) -> dict:
@@ -241,10 +246,9 @@ def child(peer: str, n: int, train: bool) -> dict:
 def run_child(peer: str, n: int, train: bool, cache_dir: str, timeout: float) -> dict:
     env = children.peer_env(peer, cache_dir, NUMBA_CACHE_DIR=os.path.join(cache_dir, "numba"),
                             JAX_PLATFORMS="cpu")
-    # jitflow-sync and jitflow-tier1 measure their warm runs too; jitflow-notier1 is the
-    # background mode with references (not tier 1) until the Numba kernels are ready
-    child_peer = {"jitflow-sync": "jitflow-warm", "jitflow-tier1": "jitflow-warm",
-                  "jitflow-notier1": "jitflow"}.get(peer, peer)
+    # the modes that compile once (sync, quick, numba) measure their warm runs too; the
+    # default mode runs until its optimized code is in (the probe)
+    child_peer = "jitflow-warm" if peer in children.MODES else peer
     cmd = children.script_cmd(__file__, "--child", child_peer, "--n", str(n)) + (
         ["--train"] if train else [])
     return children.run(cmd, env, MARK, timeout)
@@ -257,7 +261,7 @@ def main(argv=None) -> int:
     ap.add_argument("--train", action="store_true")
     ap.add_argument("--sizes", default="10,50,200,1000")
     ap.add_argument("--modes", default="forward,train")
-    ap.add_argument("--peers", default="jitflow-sync,jitflow,jitflow-cached,tf1,jax")
+    ap.add_argument("--peers", default="jitflow,jitflow-sync,jitflow-cached,tf1,jax")
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--out", help="also write the table (markdown) and raw json here")
     args = ap.parse_args(argv)
@@ -306,16 +310,16 @@ def _cell(r: dict) -> str:
 
 
 def table(rows: list, peers: list) -> str:
-    lines = ["| graph | ops | " + " | ".join(peers) + " | jitflow-sync / jax (cpu) |",
+    lines = ["| graph | ops | " + " | ".join(peers) + " | jitflow / jax (first result, wall) |",
              "|---|---|" + "---|" * (len(peers) + 1)]
     keys = sorted({(r["mode"], r["n"]) for r in rows}, key=lambda k: (k[0], k[1]))
     for mode, n in keys:
         by = {r["peer"]: r for r in rows if r["mode"] == mode and r["n"] == n}
         ops = next((r["ops"] for r in by.values() if "ops" in r), "")
         ratio = ""
-        s, j = by.get("jitflow-sync", {}), by.get("jax", {})
-        if "first_cpu" in s and "first_cpu" in j:
-            ratio = f"{s['first_cpu'] / j['first_cpu']:.2f}"
+        s, j = by.get("jitflow", {}), by.get("jax", {})
+        if "first_wall" in s and "first_wall" in j:
+            ratio = f"{s['first_wall'] / j['first_wall']:.2f}"
         lines.append(f"| {mode} {n} | {ops} | "
                      + " | ".join(_cell(by[p]) if p in by else "" for p in peers)
                      + f" | {ratio} |")

@@ -106,7 +106,10 @@ class Chain:
 
     def run(self, feed_values, state):
         """The run's results, or None when this run must take the general path."""
-        if self.segs is None:
+        # read once: the compiler thread may `invalidate` between a check and the loop (the
+        # entry points already read stay valid code, with the same bits)
+        segs = self.segs
+        if segs is None:
             return None
         for v, b in self.var_checks:
             if state.get(v) is not b:
@@ -118,7 +121,7 @@ class Chain:
                 return None
         vals = list(feed_values)
         with np.errstate(all="ignore"):
-            for ep, in_slots, ct, vs, conv, ops in self.segs:
+            for ep, in_slots, ct, vs, conv, ops in segs:
                 try:
                     out = ep(tuple([vals[i] for i in in_slots]) + ct, vs)
                 except ValueError as e:

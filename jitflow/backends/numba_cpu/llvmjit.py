@@ -7,8 +7,10 @@ results, same `ValueError("jitflow:<op>:<what>")` on a failed check). Levels:
 
 - "quick": a few cheap function passes and the code generator's fast instruction selector;
   milliseconds, for the first runs of a kernel;
-- "opt": an optimizing pipeline with the loop and SLP vectorizers (the speed of the Numba
-  kernels), compiled on the compiler thread while "quick" code serves.
+- "opt": the math functions inlined, the same cheap passes and the code generator's
+  optimizing instruction selector and register allocator (the speed of the Numba kernels:
+  the loops are printed vectorized), compiled on the compiler thread while "quick" code
+  serves.
 
 Both compile the same IR with strict IEEE arithmetic: they give the same bits, and the same as
 the Numba kernels printed from the same loop form (pyprint.py).
@@ -120,21 +122,30 @@ def _engine(level: str):
 
 
 def _optimize(mod, level: str) -> None:
+    """`level`'s IR passes. Both levels take the stack slots' scalars into registers and clean
+    up (SROA, instcombine, simplifycfg); "opt" first inlines the math functions. The vector
+    work is the printer's (explicit `<lanes x T>` loops), so LLVM's loop and SLP vectorizers
+    and its unroller add compile time without speed: measured on the 1,000-op random graph
+    (`benchmarks/compile_scaling.py` kind), O3 took 6.6 s of CPU for a 3.47 ms step, this
+    pipeline 2.3 s for 3.5-3.7 ms. `JITFLOW_OPT_PIPELINE=o3` runs LLVM's O3 instead."""
     llvm = _llvm()
     tm = _STATE[("tm", level)]
-    key = ("pb", level)
+    o3 = level == "opt" and config.get("JITFLOW_OPT_PIPELINE") == "o3"
+    key = ("pb", level, o3)
     pb = _STATE.get(key)
     if pb is None:
-        pto = llvm.create_pipeline_tuning_options(speed_level=1 if level == "quick" else 3)
-        if level != "quick":
+        pto = llvm.create_pipeline_tuning_options(speed_level=3 if o3 else 1)
+        if o3:
             pto.loop_vectorization = True
             pto.slp_vectorization = True
         pb = _STATE[key] = llvm.create_pass_builder(tm, pto)
-    if level != "quick":
+    if o3:
         pb.getModulePassManager().run(mod, pb)
         return
-    # scalars out of their stack slots, then the cheap clean-ups (the rest is the code
-    # generator's)
+    if level != "quick":
+        mpm = llvm.create_new_module_pass_manager()
+        mpm.add_always_inliner_pass()
+        mpm.run(mod, pb)
     pm = llvm.create_new_function_pass_manager()
     pm.add_sroa_pass()
     pm.add_instruction_combine_pass()
@@ -178,14 +189,15 @@ def _object_key(text: str, libraries, level: str) -> str:
     LLVM's version and the host CPU (name and features)."""
     import hashlib
     h = hashlib.sha256()
-    h.update(f"{_OBJECT_FORMAT}|{level}|{_host()}|".encode())
+    pipeline = config.get("JITFLOW_OPT_PIPELINE") if level == "opt" else ""
+    h.update(f"{_OBJECT_FORMAT}|{level}|{pipeline}|{_host()}|".encode())
     h.update(text.encode())
     for lib in libraries:
         h.update(b"|" + lib.encode())
     return h.hexdigest()[:40]
 
 
-_OBJECT_FORMAT = "1"
+_OBJECT_FORMAT = "2"
 
 
 def optimized_ir(text: str, libraries=(), level: str = "opt") -> str:
