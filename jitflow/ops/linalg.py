@@ -19,9 +19,9 @@ from jitflow.ops.registry import Example, register
 from jitflow.core.shapes import TensorShape, broadcast_static, shape_tf_str
 
 __all__ = ["matmul", "tensordot", "norm", "clip_by_norm", "clip_by_global_norm", "global_norm",
-           "clip_by_average_norm"]
+           "clip_by_average_norm", "cross"]
 
-NAMESPACES = {"linalg": ["matmul", "tensordot", "norm"]}
+NAMESPACES = {"linalg": ["matmul", "tensordot", "norm", "cross"]}
 
 _MATMUL_TYPES = ("float16", "float32", "float64", "int32", "int64")
 
@@ -522,3 +522,30 @@ def clip_by_average_norm(t, clip_norm, name: Optional[str] = None) -> Tensor:
 def _cast(x, dtype):
     from jitflow.ops.math.casting import cast
     return cast(x, dtype)
+
+
+def cross(a, b, name: Optional[str] = None) -> Tensor:
+    """`tf.cross` / `tf.linalg.cross`: the cross product of 3-vectors along the last axis
+    (a and b of the same shape). Built from slices and products, so it fuses and has a
+    gradient; TF's graph has one `Cross` op instead."""
+    from jitflow.ops.join import stack
+    from jitflow.ops.math.arithmetic import subtract
+    with name_scope(name, "Cross", [a, b]) as scope:
+        a = convert_to_tensor(a, name="a")
+        b = convert_to_tensor(b, dtype=None if isinstance(b, Tensor) else a.dtype, name="b")
+        if a.dtype != b.dtype:
+            raise TypeError(f"cross: b has dtype {b.dtype.name}, a has {a.dtype.name}")
+        for t, what in ((a, "a"), (b, "b")):
+            d = t.shape.as_tuple()
+            if d is not None and (len(d) == 0 or d[-1] not in (None, 3)):
+                raise ValueError(f"Dimension must be 3 but is {d[-1] if d else 'rank 0'}: "
+                                 f"the last dimension of {what} (shape {shape_tf_str(t.shape)})"
+                                 f" for '{scope[:-1]}' (op: 'Cross')")
+        if not a.shape.is_compatible_with(b.shape):
+            raise ValueError(f"Shapes must be equal for 'Cross': {shape_tf_str(a.shape)} and "
+                             f"{shape_tf_str(b.shape)}")
+        ax = [a[..., i] for i in range(3)]
+        bx = [b[..., i] for i in range(3)]
+        parts = [subtract(multiply(ax[(i + 1) % 3], bx[(i + 2) % 3]),
+                          multiply(ax[(i + 2) % 3], bx[(i + 1) % 3])) for i in range(3)]
+        return stack(parts, axis=-1, name=scope[:-1])

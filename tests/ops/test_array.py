@@ -806,3 +806,38 @@ def test_second_derivatives(build):
         got = sess.run(h, {x: v})
         want = central_difference(lambda a: float(np.sum(sess.run(g, {x: a}) * w)), v)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_cross_by_hand(backend):
+    a = tf.placeholder(tf.float64, [2, 3])
+    b = tf.constant([[0.0, 1, 0], [4, 5, 6]], tf.float64)
+    y = tf.linalg.cross(a, b)
+    assert y.shape.as_list() == [2, 3] and tf.cross is tf.linalg.cross
+    (g,) = tf.gradients(tf.reduce_sum(y), [a])
+    got, got_g = run([y, g], {a: [[1, 0, 0], [1, 2, 3]]})
+    # x cross y = z; (1, 2, 3) x (4, 5, 6) = (12 - 15, 12 - 6, 5 - 8)
+    assert got.tolist() == [[0, 0, 1], [-3, 6, -3]]
+    # d/da of sum(a x b) = d/da a . (b x (1, 1, 1)) = b x (1, 1, 1)
+    assert got_g.tolist() == [[1, 0, -1], [-1, 2, -1]]
+    with pytest.raises(ValueError, match="Dimension must be 3 but is 2"):
+        tf.cross(tf.zeros([2, 2]), tf.zeros([2, 2]))
+    with pytest.raises(ValueError, match="Shapes must be equal"):
+        tf.cross(tf.zeros([2, 3]), tf.zeros([1, 3]))
+
+
+def test_cross_matches_tensorflow():
+    tf_ref = pytest.importorskip("tensorflow.compat.v1")
+    rng = np.random.default_rng(2)
+    av, bv = rng.standard_normal((4, 2, 3)), rng.standard_normal((4, 2, 3))
+
+    def build(t):
+        a, b = t.constant(av), t.constant(bv)
+        y = t.linalg.cross(a, b)
+        return [y] + t.gradients(t.reduce_sum(y * t.constant(av * 2)), [a, b])
+
+    with tf_ref.Graph().as_default():
+        with tf_ref.Session() as sess:
+            want = sess.run(build(tf_ref))
+    got = run(build(tf))
+    for x, w in zip(got, want):
+        np.testing.assert_allclose(x, w, rtol=1e-12, atol=1e-12)
