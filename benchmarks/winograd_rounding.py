@@ -59,7 +59,7 @@ def main(argv=None) -> int:
         import tensorflow.compat.v1 as t1
         t1.disable_eager_execution()
     rng = np.random.default_rng(args.seed)
-    one = np.int64(1)
+    one, zero = np.int64(1), np.int64(0)   # zero: no EXPLICIT padding
     stats: dict = {}
     for _ in tqdm(range(args.cases), desc="layers", file=sys.stderr):
         r = int(rng.choice([3, 5, 5]))
@@ -82,9 +82,9 @@ def main(argv=None) -> int:
                           ("im2col", (nnlib.conv2d, nnlib.conv2d_input_grad,
                                       nnlib.conv2d_filter_grad))):
             y, dx, df = np.empty(g.shape, np.float32), np.empty_like(x), np.empty_like(f)
-            fns[0](x, f, y, one, one, one, one, np.int64(same))
-            fns[1](f, g, dx, one, one, one, one, np.int64(same))
-            fns[2](x, g, df, one, one, one, one, np.int64(same))
+            fns[0](x, f, y, one, one, one, one, np.int64(same), zero, zero)
+            fns[1](f, g, dx, one, one, one, one, np.int64(same), zero, zero)
+            fns[2](x, g, df, one, one, one, one, np.int64(same), zero, zero)
             paths[name] = (y, dx, df)
         refs = {"exact": exact}
         if t1 is not None:

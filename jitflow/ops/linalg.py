@@ -20,9 +20,9 @@ from jitflow.ops.registry import Example, register
 from jitflow.core.shapes import TensorShape, broadcast_static, shape_tf_str
 
 __all__ = ["matmul", "tensordot", "norm", "clip_by_norm", "clip_by_global_norm", "global_norm",
-           "clip_by_average_norm"]
+           "clip_by_average_norm", "cross"]
 
-NAMESPACES = {"linalg": ["matmul", "tensordot", "norm"]}
+NAMESPACES = {"linalg": ["matmul", "tensordot", "norm", "cross"]}
 
 _MATMUL_TYPES = ("float16", "float32", "float64", "int32", "int64")
 
@@ -78,8 +78,14 @@ def _t(x, flag: bool):
 
 
 def _matmul_ref(op, a, b):
-    return np.matmul(_t(np.asarray(a), op.attrs["transpose_a"]),
-                     _t(np.asarray(b), op.attrs["transpose_b"]))
+    a, b = np.asarray(a), np.asarray(b)
+    ta, tb = op.attrs["transpose_a"], op.attrs["transpose_b"]
+    if a.ndim == 2 and b.ndim == 2 and a.shape[0 if ta else 1] != b.shape[1 if tb else 0]:
+        from jitflow.core.errors import InvalidArgumentError
+        raise InvalidArgumentError(None, op, "Matrix size-incompatible: In[0]: [{}], In[1]: "
+                                   "[{}]".format(",".join(map(str, a.shape)),
+                                                 ",".join(map(str, b.shape))))
+    return np.matmul(_t(a, ta), _t(b, tb))
 
 
 def _batch_ref(op, a, b):
@@ -230,21 +236,40 @@ def matmul(a, b, transpose_a: bool = False, transpose_b: bool = False, adjoint_a
 
 
 def _tensordot_axes(a: Tensor, b: Tensor, axes):
-    ra, rb = a.shape.ndims, b.shape.ndims
-    if ra is None or rb is None:
-        raise ValueError("tensordot needs inputs of known rank")
-    if isinstance(axes, (int, np.integer)):
+    """The contraction axes `(axes_a, axes_b)` as TF1 reads `axes`: an int n (the last n of
+    `a`, the first n of `b`) or a pair of ints or int lists; negative axes count from the end.
+    Lists are resolved against known ranks; an int with an unknown rank stays an int."""
+    if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
         n = int(axes)
-        if n < 0 or n > min(ra, rb):
-            raise ValueError(f"'axes' must be at most the rank of a and b, got {n}")
-        return list(range(ra - n, ra)), list(range(n))
+        if n < 0:
+            raise ValueError(f"`axes` must be at least 0. Received: {n}.")
+        ra = a.shape.ndims
+        if ra is not None and n > ra:
+            raise ValueError(f"`axes` must not be larger than the number of dimensions of "
+                             f"tensor {a!r}.  Received {n}, vs tensor dimensions {ra}.")
+        return n, n
+    if isinstance(axes, np.ndarray):
+        axes = axes.tolist()
+    if not isinstance(axes, (list, tuple)) or len(axes) != 2:
+        raise ValueError(f"`axes` must be an integer or have length 2. Received {axes}.")
     ax_a, ax_b = axes
-    ax_a = [ax_a] if isinstance(ax_a, (int, np.integer)) else list(ax_a)
-    ax_b = [ax_b] if isinstance(ax_b, (int, np.integer)) else list(ax_b)
+    ax_a = [ax_a] if isinstance(ax_a, (int, np.integer)) else [int(i) for i in ax_a]
+    ax_b = [ax_b] if isinstance(ax_b, (int, np.integer)) else [int(i) for i in ax_b]
     if len(ax_a) != len(ax_b):
-        raise ValueError(f"Different number of contraction axes 'a' and 'b', {len(ax_a)} != "
+        raise ValueError(f"Different number of contraction axes `a` and `b`, {len(ax_a)} != "
                          f"{len(ax_b)}.")
-    return [int(i) % ra for i in ax_a], [int(i) % rb for i in ax_b]
+    return ax_a, ax_b
+
+
+def _resolve_axes(axes: list, rank: int, which: str) -> list:
+    """An axis list checked against an operand's known rank, negative axes made positive."""
+    out = []
+    for i in axes:
+        if not -rank <= i < rank:
+            raise IndexError(f"tensordot: axis {i} is out of range for '{which}' of rank "
+                             f"{rank}")
+        out.append(i % rank)
+    return out
 
 
 def _tensordot_infer(op):
@@ -309,14 +334,96 @@ def _permute(x: Tensor, perm) -> Tensor:
 
 
 def tensordot(a, b, axes, name: Optional[str] = None) -> Tensor:
-    """`tf.tensordot`: sum over `axes` (an int n: the last n of a with the first n of b; or a
-    pair of axis lists)."""
+    """`tf.tensordot`: sum over `axes` (an int n: the last n of a with the first n of b; a
+    pair of axes or axis lists; or an int32 tensor of shape [2, k]).
+
+    With both ranks and the axes known at build time this is one `Tensordot` op whose static
+    shape is the free dims of a then b (named `<scope>/MatMul` where TF returns its MatMul
+    directly: axes given as Python values, fully defined shapes, one free dim each; an axes
+    tensor whose value is known at build time counts as known). Otherwise, as in TF, the operands
+    are transposed and reshaped to matrices at run time (shape, gather, list_diff), multiplied
+    and reshaped back; the result's static shape is then unknown.
+    """
     with name_scope(name, "Tensordot", [a, b, axes]) as scope:
         a = convert_to_tensor(a, name="a")
         b = convert_to_tensor(b, dtype=None if isinstance(b, Tensor) else a.dtype, name="b")
+        axes_tensor = isinstance(axes, Tensor)
+        if axes_tensor:
+            from jitflow.core.fold import static_value
+            value = static_value(axes)
+            if value is None:
+                return _tensordot_dynamic(a, b, axes, scope)
+            if value.ndim == 0:
+                raise ValueError(f"Attempting to slice scalar input 'axes' of tensordot "
+                                 f"({axes.name}): it must have shape [2, k] or [2]")
+            axes = value.tolist()
         ax_a, ax_b = _tensordot_axes(a, b, axes)
+        ra, rb = a.shape.ndims, b.shape.ndims
+        if isinstance(ax_a, int) and ra is not None:  # as TF: the int read against a's rank
+            ax_a, ax_b = list(range(ra - ax_a, ra)), list(range(ax_b))
+        if ra is None or rb is None:
+            return _tensordot_dynamic(a, b, (ax_a, ax_b), scope)
+        ax_a = _resolve_axes(ax_a, ra, "a")
+        ax_b = _resolve_axes(ax_b, rb, "b")
+        op_name = scope
+        if (not axes_tensor and a.shape.is_fully_defined() and b.shape.is_fully_defined()
+                and ra - len(ax_a) == 1 and rb - len(ax_b) == 1):
+            op_name = "MatMul"
         return make_op("Tensordot", [a, b], {"axes_a": tuple(ax_a), "axes_b": tuple(ax_b)},
-                       name=scope).outputs[0]
+                       name=op_name).outputs[0]
+
+
+def _tensordot_dynamic(a: Tensor, b: Tensor, axes, scope: str) -> Tensor:
+    """tensordot when a rank or the axes are known only at run time: each operand transposed
+    (free axes then contracted ones for a, the reverse for b) and reshaped to a matrix, one
+    MatMul, then reshaped to the free dims of a and b. Bad axes fail at run time in the
+    shape gathers, mismatched contraction sizes in the MatMul, as in TF."""
+    from jitflow.ops.array_extra import setdiff1d
+    from jitflow.ops.join import concat, stack
+    from jitflow.ops.reduce import reduce_prod
+    from jitflow.ops.shape_ops import rank, reshape, shape, transpose
+    from jitflow.ops.slicing import gather
+    from jitflow.ops.sources import constant, range as _range
+
+    if isinstance(axes, Tensor):
+        if axes.dtype.name not in ("int32", "int64"):
+            raise TypeError(f"tensordot: 'axes' must be an int32 tensor, got {axes.dtype.name}")
+        if axes.dtype.name != "int32":
+            axes = _cast(axes, "int32")
+        ax_a, ax_b = axes[0], axes[1]
+    else:
+        ax_a, ax_b = axes
+
+    def operand(x: Tensor, ax, flipped: bool):
+        rx = x.shape.ndims
+        if rx is not None and not isinstance(ax, (int, Tensor)):
+            ax = _resolve_axes(ax, rx, "b" if flipped else "a")
+            free = [i for i in range(rx) if i not in ax]
+            ax_t = constant(ax, dtype="int32", name="axes")
+            free_t = constant(free, dtype="int32", name="free")
+        else:
+            rank_x = rank(x)
+            if isinstance(ax, int):
+                ax_t = _range(ax) if flipped else _range(rank_x - ax, rank_x)
+            else:
+                ax_t = ax if isinstance(ax, Tensor) else constant(ax, dtype="int32",
+                                                                  name="axes")
+                ax_t = where_v2(ax_t >= 0, ax_t, ax_t + rank_x)
+            free_t = setdiff1d(_range(rank_x), ax_t).out
+        shape_x = shape(x)
+        free_dims = gather(shape_x, free_t)
+        ax_dims = gather(shape_x, ax_t)
+        prod_free, prod_ax = reduce_prod(free_dims), reduce_prod(ax_dims)
+        if flipped:
+            perm, new_shape = concat([ax_t, free_t], 0), stack([prod_ax, prod_free])
+        else:
+            perm, new_shape = concat([free_t, ax_t], 0), stack([prod_free, prod_ax])
+        return reshape(transpose(x, perm), new_shape), free_dims
+
+    a_mat, a_free = operand(a, ax_a, False)
+    b_mat, b_free = operand(b, ax_b, True)
+    product = matmul(a_mat, b_mat)
+    return reshape(product, concat([a_free, b_free], 0), name=scope)
 
 
 def norm(tensor, ord="euclidean", axis=None, keepdims=None, name: Optional[str] = None,
@@ -429,3 +536,30 @@ def clip_by_average_norm(t, clip_norm, name: Optional[str] = None) -> Tensor:
 def _cast(x, dtype):
     from jitflow.ops.math.casting import cast
     return cast(x, dtype)
+
+
+def cross(a, b, name: Optional[str] = None) -> Tensor:
+    """`tf.cross` / `tf.linalg.cross`: the cross product of 3-vectors along the last axis
+    (a and b of the same shape). Built from slices and products, so it fuses and has a
+    gradient; TF's graph has one `Cross` op instead."""
+    from jitflow.ops.join import stack
+    from jitflow.ops.math.arithmetic import subtract
+    with name_scope(name, "Cross", [a, b]) as scope:
+        a = convert_to_tensor(a, name="a")
+        b = convert_to_tensor(b, dtype=None if isinstance(b, Tensor) else a.dtype, name="b")
+        if a.dtype != b.dtype:
+            raise TypeError(f"cross: b has dtype {b.dtype.name}, a has {a.dtype.name}")
+        for t, what in ((a, "a"), (b, "b")):
+            d = t.shape.as_tuple()
+            if d is not None and (len(d) == 0 or d[-1] not in (None, 3)):
+                raise ValueError(f"Dimension must be 3 but is {d[-1] if d else 'rank 0'}: "
+                                 f"the last dimension of {what} (shape {shape_tf_str(t.shape)})"
+                                 f" for '{scope[:-1]}' (op: 'Cross')")
+        if not a.shape.is_compatible_with(b.shape):
+            raise ValueError(f"Shapes must be equal for 'Cross': {shape_tf_str(a.shape)} and "
+                             f"{shape_tf_str(b.shape)}")
+        ax = [a[..., i] for i in range(3)]
+        bx = [b[..., i] for i in range(3)]
+        parts = [subtract(multiply(ax[(i + 1) % 3], bx[(i + 2) % 3]),
+                          multiply(ax[(i + 2) % 3], bx[(i + 1) % 3])) for i in range(3)]
+        return stack(parts, axis=-1, name=scope[:-1])

@@ -316,6 +316,14 @@ def _transpose_infer(op):
     x = op.inputs[0]
     dims = x.shape.as_tuple()
     perm = op.attrs["perm"]
+    if len(op.inputs) == 2:  # a perm known at run time: the rank only
+        p = op.inputs[1]
+        if p.shape.ndims not in (None, 1):
+            raise ValueError(f"Shape must be rank 1 but is rank {p.shape.ndims} for "
+                             f"'{op.name}' (op: 'Transpose') with input shapes: "
+                             f"{_tf_shape(x.shape)}, {_tf_shape(p.shape)}.")
+        n = len(dims) if dims is not None else (p.shape.as_tuple() or (None,))[0]
+        return [(x.dtype, TensorShape(None if n is None else [None] * n))]
     if dims is None:
         return [(x.dtype, TensorShape(None if perm is None else [None] * len(perm)))]
     perm = _perm_of(op, len(dims))
@@ -332,6 +340,9 @@ def _transpose_infer(op):
 
 def _transpose_grad(op, g):
     perm = op.attrs["perm"]
+    if len(op.inputs) == 2:
+        from jitflow.ops.sequence import invert_permutation
+        return [transpose(g, invert_permutation(op.inputs[1])), None]
     if perm is None:
         return [transpose(g)]
     n = len(perm)
@@ -365,24 +376,45 @@ def _transpose_lowerable(op) -> bool:
     return r is not None and ro is not None and r != 0 and ro != 0 and len(op.inputs) == 1
 
 
+def _transpose_ref(op, x, perm=None):
+    if perm is None:
+        return np.transpose(x, _perm_of(op, np.ndim(x)))
+    perm = np.asarray(perm).reshape(-1)
+    n = np.ndim(x)
+    if len(perm) != n or sorted(int(p) for p in perm) != list(builtins.range(n)):
+        raise _err(f"transpose expects a vector of size {n}. But input(1) is a vector of size "
+                   f"{len(perm)}" if len(perm) != n else
+                   f"{perm.tolist()} is not a permutation of {n} dimensions", op)
+    return np.transpose(x, [int(p) for p in perm])
+
+
 register("Transpose", infer=_transpose_infer,
          lower=_lower_transpose, lowerable=_transpose_lowerable,
-         ref=lambda op, x: np.transpose(x, _perm_of(op, np.ndim(x))),
+         ref=_transpose_ref,
          grad=_transpose_grad, kind="other",
          examples=[Example(build=lambda x: transpose(x), inputs=[(2, 3, 4)],
                            expect=lambda x: x.transpose()),
                    Example(build=lambda x: transpose(x, [1, 2, 0]), inputs=[(2, 3, 4)],
-                           expect=lambda x: x.transpose(1, 2, 0), id="perm")])
+                           expect=lambda x: x.transpose(1, 2, 0), id="perm"),
+                   Example(build=lambda x: transpose(x, shape(shape(x)) - _range_like(x)),
+                           inputs=[(2, 3, 4)], expect=lambda x: x.transpose(),
+                           id="runtime_perm")])
+
+
+def _range_like(x: Tensor) -> Tensor:
+    """[1, 2, ..., rank] as a tensor computed at run time (for the run-time perm example)."""
+    from jitflow.ops.sources import range as _range
+    return _range(1, rank(x) + 1)
 
 
 def transpose(a, perm=None, name: str = "transpose", conjugate: bool = False) -> Tensor:
-    """`tf.transpose`: permute dimensions (default: reversed); `conjugate` is a no-op for the
-    real dtypes jitflow supports."""
+    """`tf.transpose`: permute dimensions (default: reversed; `perm` may be a tensor known only
+    at run time); `conjugate` is a no-op for the real dtypes jitflow supports."""
     x = convert_to_tensor(a)
     if perm is not None:
         static, dyn = _int_list_arg(perm, "perm")
-        if dyn is not None:
-            raise TypeError("transpose: `perm` must be known when the graph is built")
+        if dyn is not None:  # known only at run time: an input (never lowered)
+            return make_op("Transpose", [x, dyn], {"perm": None}, name=name).outputs[0]
         perm = static
     return make_op("Transpose", [x], {"perm": perm}, name=name).outputs[0]
 

@@ -571,6 +571,16 @@ def _gather_infer(op):
         raise ValueError(f"Shape must be at least rank {a + 1} but is rank {len(pd)} for "
                          f"'{op.name}' (op: 'GatherV2')")
     a %= len(pd)
+    b = op.attrs.get("batch_dims", 0)
+    if b:
+        for k in builtins.range(b):
+            if None not in (pd[k], idd[k]) and pd[k] != idd[k]:
+                raise ValueError(f"Dimension {k} in both shapes must be equal, but are "
+                                 f"{pd[k]} and {idd[k]}: params.shape[:batch_dims] must equal "
+                                 f"indices.shape[:batch_dims] for '{op.name}' (op: 'GatherV2')"
+                                 f" with input shapes: {_tf_shape(pd)}, {_tf_shape(idd)}")
+        batch = tuple(d if d is not None else e for d, e in zip(pd[:b], idd[:b]))
+        return [(params.dtype, TensorShape(batch + pd[b:a] + idd[b:] + pd[a + 1:]))]
     return [(params.dtype, TensorShape(pd[:a] + idd + pd[a + 1:]))]
 
 
@@ -582,18 +592,52 @@ def _check_indices(op, idx, limit, what="indices"):
         raise _err(f"{what}[{where}] = {int(idx[tuple(pos)])} is not in [0, {limit})", op)
 
 
+def _batched(op, params, indices):
+    """(batch_dims, axis, batch shape) of a GatherV2, after checking that params and indices
+    share the batch dims (TF's run-time error otherwise)."""
+    b, a = op.attrs.get("batch_dims", 0), op.attrs["axis"] % np.ndim(params)
+    if np.shape(params)[:b] != np.shape(indices)[:b]:
+        raise _err(f"params.shape[:batch_dims] = {list(np.shape(params)[:b])} must equal "
+                   f"indices.shape[:batch_dims] = {list(np.shape(indices)[:b])}", op)
+    return b, a, np.shape(params)[:b]
+
+
 def _gather_ref(op, params, indices):
     params = np.asarray(params)
     indices = np.asarray(indices)
-    a = op.attrs["axis"] % params.ndim
+    b, a, batch = _batched(op, params, indices)
     _check_indices(op, indices, params.shape[a])
-    return np.take(params, indices, axis=a)
+    if not b:
+        return np.take(params, indices, axis=a)
+    # one gather per batch element (the first b dims of params and indices are shared)
+    n = int(np.prod(batch, dtype=np.int64))
+    p2 = params.reshape((n,) + params.shape[b:])
+    i2 = indices.reshape((n,) + indices.shape[b:])
+    rest = params.shape[b:a] + indices.shape[b:] + params.shape[a + 1:]
+    out = np.empty((n,) + rest, dtype=params.dtype)
+    for k in builtins.range(n):
+        out[k] = np.take(p2[k], i2[k], axis=a - b)
+    return out.reshape(batch + rest)
 
 
 def _gather_grad_ref(op, g, indices, params):
     a = op.attrs["axis"] % np.ndim(params)
     g = np.asarray(g)
     out = np.zeros(np.shape(params), dtype=g.dtype)
+    b = op.attrs.get("batch_dims", 0)
+    if b:
+        batch = np.shape(params)[:b]
+        n = int(np.prod(batch, dtype=np.int64))
+        o2 = out.reshape((n,) + out.shape[b:])
+        i2 = np.reshape(indices, (n,) + np.shape(indices)[b:])
+        g2 = g.reshape((n,) + g.shape[b:])
+        for k in builtins.range(n):
+            pm = np.moveaxis(o2[k], a - b, 0)
+            gk = g2[k]
+            nidx = i2[k].ndim
+            gk = gk.reshape(gk.shape[:a - b] + (-1,) + gk.shape[a - b + nidx:])
+            np.add.at(pm, i2[k].reshape(-1), np.moveaxis(gk, a - b, 0))
+        return out
     pm = np.moveaxis(out, a, 0)
     nidx = np.ndim(indices)
     gm = np.moveaxis(g.reshape(g.shape[:a] + (-1,) + g.shape[a + nidx:]), a, 0)
@@ -683,25 +727,30 @@ def _lower_gather_grad(low, op, pos: int) -> None:
 
 def _sup_gather(op) -> bool:
     p, i = op.inputs[:2]
-    return len(op.inputs) == 2 and _ranked(p, i) and p.shape.ndims > 0
+    return (len(op.inputs) == 2 and _ranked(p, i) and p.shape.ndims > 0
+            and not op.attrs.get("batch_dims", 0))
 
 
 def _sup_gather_grad(op) -> bool:
-    return _ranked(*op.inputs) and op.inputs[2].shape.ndims > 0
+    return (_ranked(*op.inputs) and op.inputs[2].shape.ndims > 0
+            and not op.attrs.get("batch_dims", 0))
 
 
 register("GatherGrad", infer=lambda op: [(op.inputs[0].dtype, op.inputs[2].shape)],
          lower=_lower_gather_grad, lowerable=_sup_gather_grad, shape_only=(2,), inline=(0,),
          ref=_gather_grad_ref,
-         grad=lambda op, g: [gather(g, op.inputs[1], axis=op.attrs["axis"]), None, None],
+         grad=lambda op, g: [gather(g, op.inputs[1], axis=op.attrs["axis"],
+                                    batch_dims=op.attrs.get("batch_dims", 0)), None, None],
          kind="other",
          doc="Sum a GatherV2 gradient into zeros shaped like `params` (input 2) by index.")
 
 
 def _gather_grad(op, g):
     params, indices = op.inputs
-    return [make_op("GatherGrad", [g, indices, params], {"axis": op.attrs["axis"]}).outputs[0],
-            None]
+    attrs = {"axis": op.attrs["axis"]}
+    if op.attrs.get("batch_dims", 0):
+        attrs["batch_dims"] = op.attrs["batch_dims"]
+    return [make_op("GatherGrad", [g, indices, params], attrs).outputs[0], None]
 
 
 register("GatherV2", infer=_gather_infer, ref=_gather_ref, grad=_gather_grad, kind="other",
@@ -711,22 +760,53 @@ register("GatherV2", infer=_gather_infer, ref=_gather_ref, grad=_gather_grad, ki
                            domain="index", index_max=4, expect=lambda p, i: p[i]),
                    Example(build=lambda p, i: gather(p, i, axis=1), inputs=[(2, 3), (2, 2)],
                            dtypes=(("float32", "int32"),), domain="index",
-                           expect=lambda p, i: np.take(p, i, axis=1), id="axis1")])
+                           expect=lambda p, i: np.take(p, i, axis=1), id="axis1"),
+                   Example(build=lambda p, i: gather(p, i, axis=2, batch_dims=1),
+                           inputs=[(2, 3, 4), (2, 5)], dtypes=(("float64", "int32"),),
+                           domain="index", index_max=3,
+                           expect=lambda p, i: np.stack([p[k][:, i[k]] for k in range(2)]),
+                           id="batch_dims1")])
 
 
 def gather(params, indices, validate_indices=None, name: Optional[str] = None,
-           axis=0) -> Tensor:
+           axis=None, batch_dims: int = 0) -> Tensor:
     """`tf.gather`: slices of `params` along `axis` at `indices` (op `GatherV2`).
 
-    An index outside [0, dim) raises InvalidArgumentError when the op runs.
+    With `batch_dims` b the first b dims of `params` and `indices` are batch dims gathered
+    element by element (`axis` defaults to b and must be >= b; negative values count from
+    the end of `params` / `indices`). An index outside [0, dim) raises InvalidArgumentError
+    when the op runs. Without batch dims the op compiles; with them it runs its NumPy
+    reference.
     """
     with name_scope(name, "GatherV2", [params, indices]) as scope:
         p = convert_to_tensor(params, name="params")
         i = convert_to_tensor(indices, name="indices")
+        b = int(batch_dims)
+        if axis is None:
+            axis = b
         static, dyn = _int_list_arg(axis, "axis")
         if dyn is not None:
             raise TypeError("gather: `axis` must be known when the graph is built")
-        return make_op("GatherV2", [p, i], {"axis": static[0]}, name=scope).outputs[0]
+        a = static[0]
+        attrs = {"axis": a}
+        if b:
+            ri, rp = i.shape.ndims, p.shape.ndims
+            if ri is None or rp is None:
+                raise ValueError("gather with batch_dims needs params and indices of known "
+                                 "rank")
+            if b < 0:
+                b += ri
+            if not 0 <= b <= ri:
+                raise ValueError(f"batch_dims = {batch_dims} must be in [-{ri}, {ri}] "
+                                 f"(the rank of indices)")
+            if b >= rp:
+                raise ValueError(f"batch_dims ({b}) must be less than rank(params) ({rp}).")
+            a_pos = a + rp if a < 0 else a
+            if a_pos < b:
+                raise ValueError(f"batch_dims ({b}) must be less than or equal to axis "
+                                 f"({a}).")
+            attrs = {"axis": a_pos, "batch_dims": b}
+        return make_op("GatherV2", [p, i], attrs, name=scope).outputs[0]
 
 
 def _gather_nd_infer(op):

@@ -321,7 +321,8 @@ def _x_conv(ctx, op):
         "T": ctx.type(op.inputs[0].dtype), "strides": ctx.ints(a["strides"]),
         "padding": ctx.s(a["padding"]), "data_format": ctx.s("NHWC"),
         "dilations": ctx.ints(a.get("dilations", (1, 1, 1, 1))),
-        "use_cudnn_on_gpu": ctx.b(True), "explicit_paddings": ctx.ints([])})
+        "use_cudnn_on_gpu": ctx.b(True),
+        "explicit_paddings": ctx.ints(a.get("explicit_paddings") or [])})
 
 
 def _nchw_in(ctx, x):
@@ -341,11 +342,14 @@ def _nhwc(v) -> list:
 def _i_conv(ctx, node):
     x, f = ctx.inputs
     padding = ctx.attr("padding")
-    if padding == "EXPLICIT":
-        ctx.unsupported("Conv2D with padding EXPLICIT")
+    nchw = ctx.attr("data_format", "NHWC") == "NCHW"
+    if padding == "EXPLICIT":   # 8 ints in the node's layout: [before, after] pairs, NHWC here
+        p = _ints(ctx.attr("explicit_paddings", []))
+        pairs = [p[i:i + 2] for i in range(0, len(p), 2)]
+        padding = [pairs[0], pairs[2], pairs[3], pairs[1]] if nchw and len(pairs) == 4 else pairs
     strides = _ints(ctx.attr("strides"))
     dilations = _ints(ctx.attr("dilations", [1, 1, 1, 1]))
-    if ctx.attr("data_format", "NHWC") == "NCHW":
+    if nchw:
         y = _api().nn.conv2d(_nchw_in(ctx, x), f, _nhwc(strides), padding,
                              dilations=_nhwc(dilations), name=ctx.name + "/nhwc")
         return [_nchw_out(ctx, y)]
@@ -519,6 +523,11 @@ def _i_rank(ctx, node):
 @exporter("Transpose")
 def _x_transpose(ctx, op):
     perm = op.attrs["perm"]
+    if len(op.inputs) == 2:  # a perm known only at run time
+        ctx.node(op, "Transpose", [ctx.input_name(op.inputs[0]), ctx.input_name(op.inputs[1])],
+                 {"T": ctx.type(op.inputs[0].dtype), "Tperm": ctx.type(op.inputs[1].dtype)},
+                 data_inputs=False)
+        return None
     if perm is None:
         rank = op.inputs[0].shape.ndims
         if rank is None:
@@ -531,7 +540,7 @@ def _x_transpose(ctx, op):
 
 @importer("Transpose")
 def _i_transpose(ctx, node):
-    return [_api().transpose(ctx.inputs[0], ctx.static_ints(1, "perm"), name=ctx.name)]
+    return [_api().transpose(ctx.inputs[0], ctx.inputs[1], name=ctx.name)]
 
 
 @exporter("ExpandDims")
@@ -674,15 +683,15 @@ def _x_gather(ctx, op):
     axis = ctx.const_input(op, "axis", np.array(op.attrs["axis"], np.int32))
     ctx.node(op, "GatherV2", [ctx.input_name(op.inputs[0]), ctx.input_name(op.inputs[1]), axis],
              {"Tparams": ctx.type(op.inputs[0].dtype), "Tindices": ctx.type(op.inputs[1].dtype),
-              "Taxis": ctx.type("int32"), "batch_dims": ctx.i(0)}, data_inputs=False)
+              "Taxis": ctx.type("int32"),
+              "batch_dims": ctx.i(op.attrs.get("batch_dims", 0))}, data_inputs=False)
 
 
 @importer("GatherV2", "Gather")
 def _i_gather(ctx, node):
     axis = 0 if node.op == "Gather" else int(ctx.static_ints(2, "axis")[0])
-    if int(ctx.attr("batch_dims", 0)) != 0:
-        ctx.unsupported("GatherV2 with batch_dims")
-    return [_api().gather(ctx.inputs[0], ctx.inputs[1], axis=axis, name=ctx.name)]
+    return [_api().gather(ctx.inputs[0], ctx.inputs[1], axis=axis, name=ctx.name,
+                          batch_dims=int(ctx.attr("batch_dims", 0)))]
 
 
 @exporter("GatherNd")

@@ -448,6 +448,74 @@ def test_gather_gradient_sums_repeated_indices(backend):
     check_grad(lambda x: tf.gather(x, [[1, 1], [0, 2]], axis=1), np.arange(6.0).reshape(2, 3))
 
 
+def test_gather_batch_dims_by_hand(backend):
+    # batch 0 takes columns [0, 2] of [[0, 1, 2], [3, 4, 5]], batch 1 columns [1, 1] of
+    # [[6, 7, 8], [9, 10, 11]]
+    p = tf.placeholder(tf.float64, [2, 2, 3])
+    i = tf.placeholder(tf.int32, [2, 2])
+    y = tf.gather(p, i, axis=2, batch_dims=1)
+    assert y.op.type == "GatherV2" and y.op.get_attr("batch_dims") == 1
+    assert y.shape.as_list() == [2, 2, 2]
+    (g,) = tf.gradients(tf.reduce_sum(y), [p])
+    pv, iv = np.arange(12.0).reshape(2, 2, 3), [[0, 2], [1, 1]]
+    got, got_g = run([y, g], {p: pv, i: iv})
+    assert got.tolist() == [[[0, 2], [3, 5]], [[7, 7], [10, 10]]]
+    assert got_g.tolist() == [[[1, 0, 1], [1, 0, 1]], [[0, 2, 0], [0, 2, 0]]]  # counts
+    # axis defaults to batch_dims (here -1: params' last axis); batch_dims=-1 counts from the
+    # rank of indices (1 here)
+    y2 = tf.gather(p, i, batch_dims=-1)
+    assert y2.op.get_attr("axis") == 2 and y2.op.get_attr("batch_dims") == 1
+    np.testing.assert_array_equal(run(y2, {p: pv, i: iv}), got)
+    # axis 1: rows of each batch
+    y3 = tf.gather(p, [[1, 1, 0], [0, 1, 0]], axis=1, batch_dims=1)
+    assert y3.shape.as_list() == [2, 3, 3]
+    np.testing.assert_array_equal(run(y3, {p: pv}), [pv[0][[1, 1, 0]], pv[1][[0, 1, 0]]])
+    check_grad(lambda x: tf.gather(x, [[2, 0, 0], [1, 1, 2]], axis=-1, batch_dims=1),
+               np.arange(12.0).reshape(2, 2, 3))
+
+
+def test_gather_batch_dims_errors(backend):
+    p = tf.zeros([2, 3, 4])
+    with pytest.raises(ValueError, match=r"batch_dims \(1\) must be less than or equal to axis"):
+        tf.gather(p, [[0], [1]], axis=0, batch_dims=1)
+    with pytest.raises(ValueError, match="must be in"):
+        tf.gather(p, [[0], [1]], axis=2, batch_dims=3)
+    with pytest.raises(ValueError, match="Dimension 0 in both shapes must be equal"):
+        tf.gather(p, [[0], [1], [0]], axis=2, batch_dims=1)
+    i = tf.placeholder(tf.int32, [None, 1])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="must equal"):
+        run(tf.gather(p, i, axis=2, batch_dims=1), {i: [[0], [1], [2]]})
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"is not in \[0, 4\)"):
+        run(tf.gather(p, i, axis=2, batch_dims=1), {i: [[0], [4]]})
+
+
+@pytest.mark.parametrize("axis,batch_dims", [(2, 1), (-1, 2), (None, 1), (1, -1)])
+def test_gather_batch_dims_matches_tensorflow(axis, batch_dims):
+    tf_ref = pytest.importorskip("tensorflow.compat.v1")
+    rng = np.random.default_rng(3)
+    pv = rng.standard_normal((2, 3, 4))
+    iv = rng.integers(0, 3, (2, 3, 2)) if batch_dims == 2 else rng.integers(0, 3, (2, 5))
+    if batch_dims == -1:
+        iv = iv[:, :1]
+
+    def build(t):
+        p = t.constant(pv)
+        y = t.gather(p, t.constant(iv.astype(np.int32)), axis=axis, batch_dims=batch_dims)
+        w = t.constant(np.arange(np.prod(y.shape.as_list()), dtype=np.float64)
+                       .reshape(y.shape.as_list()))
+        return [y, t.gradients(t.reduce_sum(y * w), p)[0]], y.shape.as_list()
+
+    with tf_ref.Graph().as_default():
+        outs, want_shape = build(tf_ref)
+        with tf_ref.Session() as sess:
+            want = sess.run(outs)
+    outs, got_shape = build(tf)
+    assert got_shape == want_shape
+    got = run(outs)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
 def test_gather_nd(backend):
     v = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     p = tf.constant(v)
@@ -738,3 +806,38 @@ def test_second_derivatives(build):
         got = sess.run(h, {x: v})
         want = central_difference(lambda a: float(np.sum(sess.run(g, {x: a}) * w)), v)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_cross_by_hand(backend):
+    a = tf.placeholder(tf.float64, [2, 3])
+    b = tf.constant([[0.0, 1, 0], [4, 5, 6]], tf.float64)
+    y = tf.linalg.cross(a, b)
+    assert y.shape.as_list() == [2, 3] and tf.cross is tf.linalg.cross
+    (g,) = tf.gradients(tf.reduce_sum(y), [a])
+    got, got_g = run([y, g], {a: [[1, 0, 0], [1, 2, 3]]})
+    # x cross y = z; (1, 2, 3) x (4, 5, 6) = (12 - 15, 12 - 6, 5 - 8)
+    assert got.tolist() == [[0, 0, 1], [-3, 6, -3]]
+    # d/da of sum(a x b) = d/da a . (b x (1, 1, 1)) = b x (1, 1, 1)
+    assert got_g.tolist() == [[1, 0, -1], [-1, 2, -1]]
+    with pytest.raises(ValueError, match="Dimension must be 3 but is 2"):
+        tf.cross(tf.zeros([2, 2]), tf.zeros([2, 2]))
+    with pytest.raises(ValueError, match="Shapes must be equal"):
+        tf.cross(tf.zeros([2, 3]), tf.zeros([1, 3]))
+
+
+def test_cross_matches_tensorflow():
+    tf_ref = pytest.importorskip("tensorflow.compat.v1")
+    rng = np.random.default_rng(2)
+    av, bv = rng.standard_normal((4, 2, 3)), rng.standard_normal((4, 2, 3))
+
+    def build(t):
+        a, b = t.constant(av), t.constant(bv)
+        y = t.linalg.cross(a, b)
+        return [y] + t.gradients(t.reduce_sum(y * t.constant(av * 2)), [a, b])
+
+    with tf_ref.Graph().as_default():
+        with tf_ref.Session() as sess:
+            want = sess.run(build(tf_ref))
+    got = run(build(tf))
+    for x, w in zip(got, want):
+        np.testing.assert_allclose(x, w, rtol=1e-12, atol=1e-12)

@@ -95,6 +95,88 @@ def test_tensordot(backend):
         tf.tensordot(a, b, [[0], [0]])
 
 
+def test_tensordot_of_unknown_rank(backend):
+    u = tf.placeholder(tf.float64, None, name="u")
+    b = tf.placeholder(tf.float64, [3, 2], name="b")
+    uv = np.arange(12.0).reshape(2, 2, 3)
+    bv = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, -1.0]])
+    cases = [tf.tensordot(u, b, 1), tf.tensordot(u, b, [[-1], [0]]),
+             tf.tensordot(b, u, [[0], [2]]), tf.tensordot(u, b, [[2, 1], [0, 1]]),
+             tf.tensordot(u, u, 0)]
+    for t in cases:
+        assert t.shape.ndims is None
+    r1, r2, r3, full, outer = run(cases, {u: uv, b: bv}, backend)
+    # by hand: out[i, j, k] = sum_l u[i, j, l] * b[l, k]; u[0, 1] = [3, 4, 5]
+    assert r1[0, 1].tolist() == [3 + 5, 8 - 5]
+    np.testing.assert_array_equal(r2, r1)
+    np.testing.assert_array_equal(r3, np.transpose(r1, (2, 0, 1)))
+    # full[i] = sum_{l, j} u[i, j, l] * b[l, j]: u[1] = [[6, 7, 8], [9, 10, 11]]
+    assert full.tolist()[1] == 6 + 8 + 2 * 10 - 11
+    assert outer.shape == (2, 2, 3, 2, 2, 3) and outer[1, 0, 2, 0, 1, 1] == 8 * 4
+    gu, gb = tf.gradients(tf.reduce_sum(cases[0]), [u, b])
+    gu_v, gb_v = run([gu, gb], {u: uv, b: bv}, backend)
+    np.testing.assert_array_equal(gu_v, np.broadcast_to(bv.sum(1), uv.shape))
+    np.testing.assert_array_equal(gb_v, np.broadcast_to(uv.sum((0, 1))[:, None], (3, 2)))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Matrix size-incompatible"):
+        run(cases[0], {u: uv[..., :2], b: bv}, backend)
+    with pytest.raises(ValueError, match="must be at least 0"):
+        tf.tensordot(u, b, -1)
+    with pytest.raises(ValueError, match="integer or have length 2"):
+        tf.tensordot(u, b, [[1]])
+    with pytest.raises(ValueError, match="Different number of contraction axes"):
+        tf.tensordot(u, b, [[1, 2], [0]])
+
+
+def test_tensordot_axes_forms_names_and_errors():
+    a = tf.placeholder(tf.float32, [2, 3], name="a")
+    b = tf.placeholder(tf.float32, [3, 4], name="b")
+    assert tf.tensordot(a, b, 1).name == "Tensordot/MatMul:0"
+    assert tf.tensordot(a, b, [[1], [0]]).name == "Tensordot_1/MatMul:0"
+    t = tf.tensordot(a, b, 0)
+    assert t.name == "Tensordot_2:0" and t.shape.as_list() == [2, 3, 3, 4]
+    assert tf.tensordot(a, b, tf.constant([[1], [0]])).shape.as_list() == [2, 4]
+    assert tf.tensordot(a, b, np.array([[-1], [0]])).shape.as_list() == [2, 4]
+    assert tf.tensordot(tf.placeholder(tf.float32, [None, 3]), b, 1).name == "Tensordot_5:0"
+    with pytest.raises(ValueError, match="must not be larger than the number of dimensions"):
+        tf.tensordot(a, b, 3)
+    with pytest.raises(IndexError):
+        tf.tensordot(a, b, [[1], [2]])
+    with pytest.raises(TypeError):
+        tf.tensordot(a, tf.placeholder(tf.float64, [3]), 1)
+    n = tf.placeholder(tf.int32, [2, 1])
+    t = tf.tensordot(a, b, n)
+    assert t.shape.ndims is None
+    with tf.Session() as sess:
+        got = sess.run(t, {a: np.ones((2, 3)), b: np.ones((3, 4)), n: [[1], [0]]})
+    np.testing.assert_array_equal(got, np.full((2, 4), 3.0))
+
+
+def test_tensordot_unknown_rank_matches_tensorflow():
+    tf_ref = pytest.importorskip("tensorflow.compat.v1")
+    rng = np.random.default_rng(3)
+    uv, bv = rng.standard_normal((2, 5, 3)), rng.standard_normal((3, 4))
+
+    def build(t):
+        u = t.placeholder(t.float64, None, name="u")
+        b = t.placeholder(t.float64, [3, 4], name="b")
+        outs = [t.tensordot(u, b, 1), t.tensordot(u, b, [[-1], [0]]),
+                t.tensordot(t.transpose(b), u, [[1], [2]]), t.tensordot(u, u, 0),
+                t.tensordot(b, b, t.constant([[0], [0]]))]
+        outs += t.gradients(t.reduce_sum(outs[0] * outs[0]), [u, b])
+        return outs, {u: uv, b: bv}
+
+    with tf_ref.Graph().as_default():
+        outs, feed = build(tf_ref)
+        names = [(o.name, o.shape.ndims) for o in outs[:5]]
+        want = tf_ref.Session().run(outs, feed)
+    outs, feed = build(tf)
+    assert [(o.name, o.shape.ndims) for o in outs[:5]] == names
+    with tf.Session() as sess:
+        got = sess.run(outs, feed)
+    for w, h in zip(want, got):
+        np.testing.assert_allclose(h, w, rtol=1e-12, atol=1e-12)
+
+
 def test_norm(backend):
     x = tf.placeholder(tf.float64, [2, 3])
     v = np.array([[3.0, -4.0, 0.0], [1.0, 2.0, -2.0]])

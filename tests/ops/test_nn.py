@@ -492,6 +492,112 @@ def test_top_k_and_in_top_k(backend):
         tf.nn.top_k(tf.placeholder(tf.float32, [2, 2]), 3)
 
 
+def test_top_k_returns_tf1_namedtuple(backend):
+    x = tf.placeholder(tf.float32, [2, 3], name="x")
+    r = tf.nn.top_k(x, 2)
+    assert type(r).__name__ == "TopKV2" and r._fields == ("values", "indices")
+    assert r.values is r[0] and r.indices is r[1]
+    assert (r.values.name, r.indices.name) == ("TopKV2:0", "TopKV2:1")
+    assert tf.math.top_k is tf.nn.top_k
+    got = run(r, {x: np.float32([[1, 3, 2], [0, -1, 4]])}, backend)
+    assert type(got).__name__ == "TopKV2"
+    assert got.values.tolist() == [[3, 2], [4, 0]] and got.indices.tolist() == [[1, 2], [2, 0]]
+
+
+def test_top_k_namedtuple_matches_tensorflow():
+    tf_ref = pytest.importorskip("tensorflow.compat.v1")
+    v = np.float32([[1, 3, 2], [0, -1, 4]])
+    with tf_ref.Graph().as_default():
+        want = tf_ref.nn.top_k(tf_ref.constant(v), 2)
+        names = (type(want).__name__, want._fields, want.values.name, want.indices.name)
+        want = tf_ref.Session().run(want)
+    got = tf.nn.top_k(tf.constant(v), 2)
+    assert (type(got).__name__, got._fields, got.values.name, got.indices.name) == names
+    with tf.Session() as sess:
+        got = sess.run(got)
+    assert type(got).__name__ == type(want).__name__
+    np.testing.assert_array_equal(got.values, want.values)
+    np.testing.assert_array_equal(got.indices, want.indices)
+
+
+def test_conv2d_explicit_padding_by_hand(backend):
+    # x = [[1, 2], [3, 4]] padded with a row above and a column right: [[0, 0, 0], [1, 2, 0],
+    # [3, 4, 0]]; a 2x2 filter of ones sums each 2x2 window
+    x = tf.placeholder(tf.float64, [1, 2, 2, 1])
+    f = tf.placeholder(tf.float64, [2, 2, 1, 1])
+    y = tf.nn.conv2d(x, f, 1, [[0, 0], [1, 0], [0, 1], [0, 0]])
+    assert y.op.type == "Conv2D" and y.op.get_attr("padding") == "EXPLICIT"
+    assert tuple(y.op.get_attr("explicit_paddings")) == (0, 0, 1, 0, 0, 1, 0, 0)
+    assert y.shape.as_list() == [1, 2, 2, 1]
+    dx, df = tf.gradients(tf.reduce_sum(y), [x, f])
+    xv, fv = np.float64([1, 2, 3, 4]).reshape(1, 2, 2, 1), np.ones((2, 2, 1, 1))
+    got_y, got_dx, got_df = run([y, dx, df], {x: xv, f: fv}, backend)
+    assert got_y[0, :, :, 0].tolist() == [[3, 2], [10, 6]]
+    assert got_dx[0, :, :, 0].tolist() == [[2, 4], [1, 2]]   # windows covering each pixel
+    assert got_df[:, :, 0, 0].tolist() == [[3, 2], [10, 6]]  # sums of each tap's pixels
+    # NCHW: the pairs in NCHW order
+    xc = tf.placeholder(tf.float64, [1, 1, 2, 2])
+    yc = tf.nn.conv2d(xc, f, [1, 1, 1, 1], [[0, 0], [0, 0], [1, 0], [0, 1]], data_format="NCHW")
+    assert yc.shape.as_list() == [1, 1, 2, 2]
+    assert run(yc, {xc: xv.reshape(1, 1, 2, 2), f: fv}, backend)[0, 0].tolist() == \
+        [[3, 2], [10, 6]]
+
+
+def test_conv2d_explicit_padding_errors():
+    x = tf.placeholder(tf.float32, [1, 2, 2, 3])
+    f = tf.ones([3, 2, 3, 4])
+    with pytest.raises(ValueError, match="it must be of size 4"):
+        tf.nn.conv2d(x, f, 1, [[0, 0], [1, 2], [3, 0]])
+    with pytest.raises(ValueError, match="must be a list/tuple of size 2"):
+        tf.nn.conv2d(x, f, 1, [1, 2, 3, 4])
+    with pytest.raises(ValueError, match="Nonzero explicit padding in the batch or depth"):
+        tf.nn.conv2d(x, f, 1, [[1, 0], [1, 2], [3, 0], [0, 0]])
+    with pytest.raises(ValueError, match="must be nonnegative"):
+        tf.nn.conv2d(x, f, 1, [[0, 0], [-1, 2], [3, 0], [0, 0]])
+    with pytest.raises(ValueError, match="Negative dimension size caused by subtracting 3 from 2"):
+        tf.nn.conv2d(x, f, 1, [[0, 0], [0, 0], [0, 0], [0, 0]])
+    with pytest.raises(ValueError, match="not in"):
+        tf.nn.conv2d(x, f, 1, "same")
+    assert tf.nn.conv2d(x, f, 1, [[0, 0], [1, 0], [0, 0], [0, 0]]).shape.as_list() == \
+        [1, 1, 1, 4]
+
+
+@pytest.mark.parametrize("fmt", ["NHWC", "NCHW"])
+def test_conv2d_explicit_padding_matches_tensorflow(fmt):
+    tf_ref = pytest.importorskip("tensorflow.compat.v1")
+    rng = np.random.default_rng(4)
+    xv = rng.standard_normal((2, 5, 6, 3)).astype(np.float32)
+    fv = rng.standard_normal((3, 2, 3, 4)).astype(np.float32)
+    wv = rng.standard_normal((2, 3, 8, 4)).astype(np.float32)
+    pads, strides = [[0, 0], [1, 2], [3, 0], [0, 0]], [1, 2, 1, 1]
+    to_nchw = (0, 3, 1, 2)
+    if fmt == "NCHW":
+        xv, wv = xv.transpose(to_nchw), wv.transpose(to_nchw)
+
+    def build(t, x_fmt):
+        x, f, w = t.constant(xv), t.constant(fv), t.constant(wv)
+        if x_fmt == "NCHW":
+            y = t.nn.conv2d(x, f, [1, 1, 2, 1], [[0, 0], [0, 0], [1, 2], [3, 0]],
+                            data_format="NCHW")
+        elif fmt == "NCHW":   # TF's CPU kernels compute NHWC only: the same conv transposed
+            y = t.transpose(t.nn.conv2d(t.transpose(x, (0, 2, 3, 1)), f, strides, pads),
+                            to_nchw)
+        else:
+            y = t.nn.conv2d(x, f, strides, pads)
+        return [y] + t.gradients(t.reduce_sum(y * w), [x, f]), y.shape.as_list()
+
+    with tf_ref.Graph().as_default():
+        _, want_shape = build(tf_ref, fmt)    # TF's shape inference in the layout itself
+        outs, _ = build(tf_ref, "NHWC")
+        want = tf_ref.Session().run(outs)
+    outs, got_shape = build(tf, fmt)
+    assert got_shape == want_shape
+    with tf.Session() as sess:
+        got = sess.run(outs)
+    for w, h in zip(want, got):
+        np.testing.assert_allclose(h, w, rtol=1e-4, atol=1e-4)
+
+
 def test_embedding_lookup(backend):
     params = tf.placeholder(tf.float32, [4, 2])
     pv = np.float32([[0, 0], [3, 4], [1, 0], [0, 2]])

@@ -570,8 +570,12 @@ def _filter_taps(acc, df, at):
 
 
 @_jit
-def conv2d(x, f, out, sh, sw, dh, dw, same):
-    """out[b, y, z, o] = sum over i, j, c of xpad[b, y*sh + i*dh, z*sw + j*dw, c] f[i, j, c, o]."""
+def conv2d(x, f, out, sh, sw, dh, dw, same, eh, ew):
+    """out[b, y, z, o] = sum over i, j, c of xpad[b, y*sh + i*dh, z*sw + j*dw, c] f[i, j, c, o].
+
+    xpad is x padded with zeros: for SAME as TF computes, for VALID none; eh, ew are EXPLICIT
+    padding before the first row and column (0 otherwise; the padding after follows from the
+    output's size). The gradients below take the same parameters."""
     n, h, w, c = x.shape
     kh, kw, _, co = f.shape
     oh, ow = out.shape[1], out.shape[2]
@@ -583,8 +587,8 @@ def conv2d(x, f, out, sh, sw, dh, dw, same):
     if kd == 0:
         out2[:] = 0
         return
-    ph = pad_before(h, oh, kh, sh, dh, same)
-    pw = pad_before(w, ow, kw, sw, dw, same)
+    ph = pad_before(h, oh, kh, sh, dh, same) + eh
+    pw = pad_before(w, ow, kw, sw, dw, same) + ew
     f2 = f.reshape((kd, co))
     if _is_pointwise(kh, kw, sh, sw, ph, pw, h, w, oh, ow):
         np.dot(x.reshape((m, c)), f2, out2)
@@ -607,7 +611,7 @@ def conv2d(x, f, out, sh, sw, dh, dw, same):
 
 
 @_jit
-def conv2d_input_grad(f, g, dx, sh, sw, dh, dw, same):
+def conv2d_input_grad(f, g, dx, sh, sw, dh, dw, same, eh, ew):
     """dx: the gradient of conv2d with respect to its input (shape of dx), given the output
     gradient g."""
     n, h, w, c = dx.shape
@@ -618,8 +622,8 @@ def conv2d_input_grad(f, g, dx, sh, sw, dh, dw, same):
     dx[:] = 0
     if m == 0 or co == 0 or kd == 0:
         return
-    ph = pad_before(h, oh, kh, sh, dh, same)
-    pw = pad_before(w, ow, kw, sw, dw, same)
+    ph = pad_before(h, oh, kh, sh, dh, same) + eh
+    pw = pad_before(w, ow, kw, sw, dw, same) + ew
     f2 = f.reshape((kd, co))
     g2 = g.reshape((m, co))
     if _is_pointwise(kh, kw, sh, sw, ph, pw, h, w, oh, ow):
@@ -650,7 +654,7 @@ def conv2d_input_grad(f, g, dx, sh, sw, dh, dw, same):
 
 
 @_jit
-def conv2d_filter_grad(x, g, df, sh, sw, dh, dw, same):
+def conv2d_filter_grad(x, g, df, sh, sw, dh, dw, same, eh, ew):
     """df: the gradient of conv2d with respect to its filter (shape of df), given the output
     gradient g."""
     n, h, w, c = x.shape
@@ -662,8 +666,8 @@ def conv2d_filter_grad(x, g, df, sh, sw, dh, dw, same):
     if m == 0 or co == 0 or kd == 0:
         df2[:] = 0
         return
-    ph = pad_before(h, oh, kh, sh, dh, same)
-    pw = pad_before(w, ow, kw, sw, dw, same)
+    ph = pad_before(h, oh, kh, sh, dh, same) + eh
+    pw = pad_before(w, ow, kw, sw, dw, same) + ew
     g2 = g.reshape((m, co))
     if _is_pointwise(kh, kw, sh, sw, ph, pw, h, w, oh, ow):
         np.dot(x.reshape((m, c)).T, g2, df2)
@@ -702,45 +706,48 @@ def conv2d_filter_grad(x, g, df, sh, sw, dh, dw, same):
 # machine). Each checks the geometry again at run time (and the batch, and that the values are
 # finite and moderate) and otherwise runs the im2col routine.
 @_jit
-def conv2d_w(x, f, out, sh, sw, dh, dw, same):
+def conv2d_w(x, f, out, sh, sw, dh, dw, same, eh, ew):
     n, h, w, c = x.shape
     kh, kw, _, co = f.shape
     oh, ow = out.shape[1], out.shape[2]
-    if _winograd(kh, kw, sh, sw, dh, dw, c, co, n * oh * ow) and _tame(x, f):
+    if (eh == 0 and ew == 0 and _winograd(kh, kw, sh, sw, dh, dw, c, co, n * oh * ow)
+            and _tame(x, f)):
         ph = pad_before(h, oh, kh, sh, dh, same)
         pw = pad_before(w, ow, kw, sw, dw, same)
         at, g, bt, _, _ = _wino_matrices(kh)
         _wino_correlate(x, f, out, ph, pw, at, g, bt, False)
         return
-    conv2d(x, f, out, sh, sw, dh, dw, same)
+    conv2d(x, f, out, sh, sw, dh, dw, same, eh, ew)
 
 
 @_jit
-def conv2d_input_grad_w(f, g, dx, sh, sw, dh, dw, same):
+def conv2d_input_grad_w(f, g, dx, sh, sw, dh, dw, same, eh, ew):
     n, h, w, c = dx.shape
     kh, kw, _, co = f.shape
     oh, ow = g.shape[1], g.shape[2]
-    if _winograd(kh, kw, sh, sw, dh, dw, co, c, n * h * w) and _tame(g, f):
+    if (eh == 0 and ew == 0 and _winograd(kh, kw, sh, sw, dh, dw, co, c, n * h * w)
+            and _tame(g, f)):
         ph = pad_before(h, oh, kh, sh, dh, same)
         pw = pad_before(w, ow, kw, sw, dw, same)
         at, gm, bt, _, _ = _wino_matrices(kh)
         _wino_correlate(g, f, dx, kh - 1 - ph, kw - 1 - pw, at, gm, bt, True)
         return
-    conv2d_input_grad(f, g, dx, sh, sw, dh, dw, same)
+    conv2d_input_grad(f, g, dx, sh, sw, dh, dw, same, eh, ew)
 
 
 @_jit
-def conv2d_filter_grad_w(x, g, df, sh, sw, dh, dw, same):
+def conv2d_filter_grad_w(x, g, df, sh, sw, dh, dw, same, eh, ew):
     n, h, w, c = x.shape
     kh, kw, _, co = df.shape
     oh, ow = g.shape[1], g.shape[2]
-    if _winograd(kh, kw, sh, sw, dh, dw, c, co, n * oh * ow) and _tame(x, g):
+    if (eh == 0 and ew == 0 and _winograd(kh, kw, sh, sw, dh, dw, c, co, n * oh * ow)
+            and _tame(x, g)):
         ph = pad_before(h, oh, kh, sh, dh, same)
         pw = pad_before(w, ow, kw, sw, dw, same)
         _, _, bt, dt, dg = _wino_matrices(kh)
         _wino_filter_grad(x, g, df, ph, pw, dt, dg, bt)
         return
-    conv2d_filter_grad(x, g, df, sh, sw, dh, dw, same)
+    conv2d_filter_grad(x, g, df, sh, sw, dh, dw, same, eh, ew)
 
 
 # -- depthwise convolution: filter [kh, kw, c, mult], output channel c * mult + q -------------

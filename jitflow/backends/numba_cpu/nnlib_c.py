@@ -30,8 +30,9 @@ ARITY = {"conv2d": 3, "conv2d_input_grad": 3, "conv2d_filter_grad": 3, "conv2d_w
          "conv2d_input_grad_w": 3, "conv2d_filter_grad_w": 3, "depthwise_conv2d": 3,
          "depthwise_input_grad": 3, "depthwise_filter_grad": 3, "max_pool": 2,
          "max_pool_grad": 4, "avg_pool": 2, "avg_pool_grad": 2}
-#: int parameters per routine (strides, dilations or window, SAME as 0/1)
-PARAMS = 5
+#: int parameters per routine (strides, dilations or window, SAME as 0/1; the conv2d routines
+#: then the EXPLICIT padding before the first row and column)
+PARAMS = {fn: 7 if fn.startswith("conv2d") else 5 for fn in ARITY}
 DTYPES = ("float32", "float64")
 
 _LOCK = threading.Lock()
@@ -47,7 +48,7 @@ def _source(fn: str) -> str:
     arrays = ", ".join(f"numba.carray(a{i}, (s{i}[0], s{i}[1], s{i}[2], s{i}[3]))"
                        for i in range(n))
     # the int parameters as the Numba kernels pass them (SAME as 0/1)
-    params = ", ".join(f"p[{j}]" for j in range(PARAMS))
+    params = ", ".join(f"p[{j}]" for j in range(PARAMS[fn]))
     # nnlib's token in the name: Numba's cache keys entries by the function's file and name
     # only, and the entry holds nnlib's code too (a changed nnlib.py must not load an old one)
     from jitflow.backends.numba_cpu.nnlib import CACHE_TOKEN

@@ -12,7 +12,8 @@ import numpy as np
 from jitflow.core.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.ops.math.common import _FLOATS, check_dtype
 from jitflow.ops.nn.window import (
-    _four, _im2col, _nchw_four, _np_vjp, _padded, _padding, _taps, _to_nhwc, _window_shape,
+    _conv_padding, _four, _im2col, _nchw_four, _np_vjp, _padded, _taps, _to_nhwc,
+    _window_shape,
 )
 from jitflow.ops.nn.window_lowering import (
     _lower_conv, _lower_conv_filter_grad, _lower_conv_input_grad, _window_lowerable,
@@ -94,10 +95,14 @@ def _conv_grad(op, g):
 
 
 def _np_conv_direct(x, f, stride, padding):
-    """An independent, loop-by-loop NHWC convolution for the examples."""
+    """An independent, loop-by-loop NHWC convolution for the examples; `padding` is "SAME",
+    "VALID" or ((top, bottom), (left, right))."""
     n, h, w, c = x.shape
     kh, kw, _, o = f.shape
-    if padding == "SAME":
+    if not isinstance(padding, str):
+        (ph, pb), (pw, pr) = padding
+        oh, ow = (h + ph + pb - kh) // stride + 1, (w + pw + pr - kw) // stride + 1
+    elif padding == "SAME":
         oh, ow = -(-h // stride), -(-w // stride)
         ph = max((oh - 1) * stride + kh - h, 0) // 2
         pw = max((ow - 1) * stride + kw - w, 0) // 2
@@ -125,20 +130,28 @@ register("Conv2D", infer=_conv_infer, ref=_conv_ref, grad=_conv_grad, kind="othe
                            [(1, 5, 6, 2), (2, 3, 2, 3)],
                            lambda x, f: _np_conv_direct(x, f, 2, "VALID"), id="valid_s2"),
                    Example(lambda x, f: conv2d(x, f, 2, "SAME"), [(1, 5, 5, 1), (3, 3, 1, 2)],
-                           lambda x, f: _np_conv_direct(x, f, 2, "SAME"), id="same_s2")])
+                           lambda x, f: _np_conv_direct(x, f, 2, "SAME"), id="same_s2"),
+                   Example(lambda x, f: conv2d(x, f, 2, [[0, 0], [1, 2], [3, 0], [0, 0]]),
+                           [(2, 5, 4, 2), (3, 2, 2, 3)],
+                           lambda x, f: _np_conv_direct(x, f, 2, ((1, 2), (3, 0))),
+                           id="explicit_s2")])
 
 
-def _conv_backprop_example(which: int, stride: int, padding: str):
+def _conv_backprop_example(which: int, stride: int, padding):
     def build(x, f, g):
         op_type = "Conv2DBackpropInput" if which == 0 else "Conv2DBackpropFilter"
         attrs = {"strides": (1, stride, stride, 1), "padding": padding,
                  "dilations": (1, 1, 1, 1), "data_format": "NHWC"}
+        if not isinstance(padding, str):
+            (a, b), (c, d) = padding
+            attrs.update(padding="EXPLICIT", explicit_paddings=(0, 0, a, b, c, d, 0, 0))
         return make_op(op_type, [x, f, g], attrs).outputs[0]
-    out_hw = (3, 2) if padding == "SAME" else (2, 1)
+    out_hw = {"SAME": (3, 2), "VALID": (2, 1)}.get(padding, (3, 3))
+    name = padding.lower() if isinstance(padding, str) else "explicit"
     return Example(build, [(1, 5, 4, 2), (2, 3, 2, 3), (1,) + out_hw + (3,)],
                    lambda x, f, g: _np_vjp(lambda a, b: _np_conv_direct(a, b, stride, padding),
                                            [x, f], which, g),
-                   id=f"{padding.lower()}_s{stride}")
+                   id=f"{name}_s{stride}")
 
 
 def _conv_input_grad_grad(op, h):
@@ -170,13 +183,20 @@ for _t, _r, _w, _gg in (("Conv2DBackpropInput", _conv_input_grad_ref, 0, _conv_i
              doc="Inputs (input, filter, output gradient): the gradient of Conv2D with respect "
                  "to " + ("its input." if _w == 0 else "its filter."),
              examples=[_conv_backprop_example(_w, 2, "SAME"),
-                       _conv_backprop_example(_w, 2, "VALID")])
+                       _conv_backprop_example(_w, 2, "VALID"),
+                       _conv_backprop_example(_w, 2, ((1, 0), (0, 3)))])
 
 
 def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu: bool = True,
            data_format: str = "NHWC", dilations=(1, 1, 1, 1), name: Optional[str] = None,
            filters=None) -> Tensor:
-    """`tf.nn.conv2d`: NHWC input [batch, h, w, in], filter [kh, kw, in, out] (op `Conv2D`)."""
+    """`tf.nn.conv2d`: NHWC input [batch, h, w, in], filter [kh, kw, in, out] (op `Conv2D`).
+
+    `padding` is "SAME", "VALID" or TF's explicit form: four [before, after] pairs in the
+    order of `data_format` (zeros for batch and channels), e.g. [[0, 0], [1, 2], [3, 0],
+    [0, 0]]; the op then has padding "EXPLICIT" and attr `explicit_paddings` (8 ints, NHWC:
+    jitflow computes NCHW as NHWC between transposes). The window library reads the padding
+    amounts directly (no padded copy of the input)."""
     filter = _legacy(filter, filters, "filter", "filters")
     if filter is None or strides is None or padding is None:
         raise ValueError("conv2d needs filter, strides and padding")
@@ -186,9 +206,12 @@ def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu: boo
         x = convert_to_tensor(input, name="input")
         f = convert_to_tensor(filter, dtype=None if isinstance(filter, Tensor) else x.dtype,
                               name="filter")
+        pad_attr, explicit = _conv_padding(padding, data_format)
         x, back = _to_nhwc(x, data_format)
-        attrs = {"strides": _four(strides, "strides"), "padding": _padding(padding),
+        attrs = {"strides": _four(strides, "strides"), "padding": pad_attr,
                  "dilations": _four(dilations, "dilations"), "data_format": "NHWC"}
+        if explicit:
+            attrs["explicit_paddings"] = explicit
         if attrs["dilations"] != (1, 1, 1, 1) and attrs["strides"] != (1, 1, 1, 1):
             raise ValueError("conv2d: strides > 1 with dilations > 1 is not supported (as TF)")
         return back(make_op("Conv2D", [x, f], attrs, name=scope).outputs[0])
@@ -256,7 +279,10 @@ def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides,  # noqa: 
         x = convert_to_tensor(input, name="input")
         g = convert_to_tensor(out_backprop, name="out_backprop")
         f = zeros([int(v) for v in filter_sizes], dtype=x.dtype)
-        attrs = {"strides": _four(strides, "strides"), "padding": _padding(padding),
+        pad_attr, explicit = _conv_padding(padding, "NHWC", "Conv2DBackpropFilter")
+        attrs = {"strides": _four(strides, "strides"), "padding": pad_attr,
                  "dilations": _four(dilations, "dilations"), "data_format": "NHWC"}
+        if explicit:
+            attrs["explicit_paddings"] = explicit
         return make_op("Conv2DBackpropFilter", [x, f, g], attrs,
                        name=scope[:-1]).outputs[0]

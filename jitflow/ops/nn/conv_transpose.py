@@ -19,7 +19,7 @@ from jitflow.compiler.ir import LibCall
 from jitflow.ops.nn.conv import _conv_input_grad_ref, _np_conv_direct
 from jitflow.ops.nn.window import _four, _np_vjp, _out_size, _padding
 from jitflow.ops.nn.window_lowering import (
-    _check_conv_grad_dims, _win_out, _win_params, _win_stored, winograd_candidate,
+    _check_conv_grad_dims, _conv_params, _win_out, _win_stored, winograd_candidate,
 )
 from jitflow.ops.reduce import _legacy
 from jitflow.ops.registry import Example, register
@@ -136,7 +136,7 @@ def _lower(low, op, pos: int) -> None:
     _check_conv_grad_dims(low, op, dims, f, g, pos, False)
     out = _win_out(low, op, ones, dims)
     fn = "conv2d_input_grad_w" if winograd_candidate(op, op.inputs[1]) else "conv2d_input_grad"
-    low.emit(LibCall(fn, [f, g], [out], _win_params(op), pos))
+    low.emit(LibCall(fn, [f, g], [out], _conv_params(op), pos))
 
 
 register("Conv2DBackpropInputSizes", infer=_infer, ref=_ref, grad=_grad, kind="other",

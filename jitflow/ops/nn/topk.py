@@ -95,12 +95,13 @@ def _np_put_top2(g, x):
     return out
 
 
-#: what `top_k` returns, as TF: a named pair (a tuple: `values, indices = top_k(...)` works)
+# TF's result type: a namedtuple of the op's two outputs (`r.values`, `r.indices`, or unpacked);
+# Session.run of it gives the same namedtuple of arrays.
 TopKV2 = collections.namedtuple("TopKV2", ["values", "indices"])
 
 
 def top_k(input, k: int = 1, sorted: bool = True, name: Optional[str] = None):  # noqa: A002
-    """`tf.nn.top_k`: (values, indices) of the `k` largest entries along the last axis."""
+    """`tf.nn.top_k`: `TopKV2(values, indices)` of the `k` largest entries along the last axis."""
     if isinstance(k, Tensor):
         if k.op.type != "Const":
             raise NotImplementedError("top_k: k must be known when the graph is built")
@@ -109,7 +110,7 @@ def top_k(input, k: int = 1, sorted: bool = True, name: Optional[str] = None):  
         raise ValueError(f"Need k >= 0, got {k}")
     x = convert_to_tensor(input, name="input")
     op = make_op("TopKV2", [x], {"k": int(k), "sorted": bool(sorted)}, name=name or "TopKV2")
-    return TopKV2(op.outputs[0], op.outputs[1])
+    return TopKV2(*op.outputs)
 
 
 def _in_top_k_infer(op):

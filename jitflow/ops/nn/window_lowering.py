@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from jitflow.compiler.ir import LibCall, Value
 from jitflow.compiler.lower import Unsupported
+from jitflow.ops.nn.window import _explicit_pads
 
 __all__: list = []
 
@@ -16,11 +17,15 @@ __all__: list = []
 # routine (each backend has its window library) on stored operands, writing outputs the kernel
 # allocates. Output sizes are symbolic dims ("window", n, k, stride, dilation, same) -- ceil(n /
 # stride) for SAME, the number of whole windows for VALID -- so a new batch or image size
-# reuses the same code; sizes the static shapes know are used as constants. The ops consuming
-# the outputs (bias, activation) fuse into one loop over them as usual.
-def _window_dim(n, k, stride: int, dilation: int, same: bool):
-    """The symbolic output size of one spatial axis (n, k: dims)."""
-    if n == 1 and k == 1 and stride == 1:
+# reuses the same code; sizes the static shapes know are used as constants. EXPLICIT padding
+# (Conv2D and its gradients) is a VALID window over the axis grown by both pad amounts, and the
+# routines take the pads before as two more parameters. The ops consuming the outputs (bias,
+# activation) fuse into one loop over them as usual.
+def _window_dim(n, k, stride: int, dilation: int, same: bool, pads=(0, 0)):
+    """The symbolic output size of one spatial axis (n, k: dims; `pads`: EXPLICIT padding)."""
+    if sum(pads):
+        n = ("arith", "+", n, ("const", int(sum(pads))))
+    elif n == 1 and k == 1 and stride == 1:
         return 1
     return ("window", n, k, stride, dilation, same)
 
@@ -43,6 +48,13 @@ def _win_params(op) -> tuple:
     return sh, sw, dh, dw, int(same)
 
 
+def _conv_params(op) -> tuple:
+    """The parameters of nnlib's conv2d routines: strides, dilations, SAME as 0/1, then the
+    EXPLICIT padding before the first row and column (0 for SAME and VALID)."""
+    (ph, _), (pw, _) = _explicit_pads(op)
+    return _win_params(op) + (ph, pw)
+
+
 def _win_out(low, op, ones: tuple, dims: tuple):
     t = op.outputs[0]
     ones, dims = low.refine(t, ones, dims)
@@ -60,10 +72,10 @@ WINOGRAD5_MAX_CHANNELS = 128
 
 def winograd_candidate(op, filter_tensor) -> bool:
     """Whether a (non-depthwise) convolution's static attributes allow nnlib's Winograd path:
-    a square 3x3 or 5x5 filter, unit strides and dilations, at least WINOGRAD_MIN_CHANNELS
-    channels in and out. Such ops call the `_w` routines, which check again on the real arrays
-    (batch size included) and otherwise run im2col; other ops call the plain routines, so their
-    kernels never compile the Winograd code.
+    SAME or VALID padding, a square 3x3 or 5x5 filter, unit strides and dilations, at least
+    WINOGRAD_MIN_CHANNELS channels in and out. Such ops call the `_w` routines, which check
+    again on the real arrays (batch size included) and otherwise run im2col; other ops call the
+    plain routines, so their kernels never compile the Winograd code.
 
     JITFLOW_WINOGRAD: "1" (default; "fast" is the same) 3x3 filters on F(2,3), which rounds like
     im2col, and 5x5 filters on F(2,5) where at most WINOGRAD5_MAX_CHANNELS channels are summed
@@ -75,6 +87,8 @@ def winograd_candidate(op, filter_tensor) -> bool:
     if mode == "0":
         return False
     sizes = (3,) if mode == "3x3" else (3, 5)
+    if op.attrs.get("padding") == "EXPLICIT":
+        return False
     sh, sw, dh, dw, _ = _win_geometry(op)
     dims = filter_tensor.shape.as_list() if filter_tensor.shape.ndims == 4 else [None] * 4
     kh, kw, cin, cout = dims
@@ -92,10 +106,11 @@ def _lower_conv(low, op, pos: int) -> None:
     if low.is_fed(op.outputs[0]):
         return
     sh, sw, dh, dw, same = _win_geometry(op)
+    pad_h, pad_w = _explicit_pads(op)
     low.check_equal(x.dims[3], f.dims[2], pos, "input depth must equal the filter's "
                     "in_channels")
-    oh = _window_dim(x.dims[1], f.dims[0], sh, dh, same)
-    ow = _window_dim(x.dims[2], f.dims[1], sw, dw, same)
+    oh = _window_dim(x.dims[1], f.dims[0], sh, dh, same, pad_h)
+    ow = _window_dim(x.dims[2], f.dims[1], sw, dw, same, pad_w)
     if depthwise:
         ch = x.dims[3] if f.dims[3] == 1 else ("arith", "*", x.dims[3], f.dims[3])
     else:
@@ -106,15 +121,17 @@ def _lower_conv(low, op, pos: int) -> None:
     fn = "depthwise_conv2d" if depthwise else "conv2d"
     if not depthwise and winograd_candidate(op, op.inputs[1]):
         fn = "conv2d_w"
-    low.emit(LibCall(fn, [x, f], [out], (sh, sw, dh, dw, int(same)), pos))
+    params = _win_params(op) if depthwise else _conv_params(op)
+    low.emit(LibCall(fn, [x, f], [out], params, pos))
 
 
 def _check_conv_grad_dims(low, op, x_dims, f, g, pos: int, depthwise: bool) -> None:
     """The output gradient must have the forward op's output shape (else the interpreter
     reports the error)."""
     sh, sw, dh, dw, same = _win_geometry(op)
-    want = (x_dims[0], _window_dim(x_dims[1], f.dims[0], sh, dh, same),
-            _window_dim(x_dims[2], f.dims[1], sw, dw, same),
+    pad_h, pad_w = _explicit_pads(op)
+    want = (x_dims[0], _window_dim(x_dims[1], f.dims[0], sh, dh, same, pad_h),
+            _window_dim(x_dims[2], f.dims[1], sw, dw, same, pad_w),
             ("arith", "*", x_dims[3], f.dims[3]) if depthwise and f.dims[3] != 1
             else x_dims[3] if depthwise else f.dims[3])
     for a, b in zip(g.dims, want):
@@ -138,7 +155,8 @@ def _lower_conv_input_grad(low, op, pos: int) -> None:
     fn = "depthwise_input_grad" if depthwise else "conv2d_input_grad"
     if not depthwise and winograd_candidate(op, op.inputs[1]):
         fn = "conv2d_input_grad_w"
-    low.emit(LibCall(fn, [f, g], [out], _win_params(op), pos))
+    low.emit(LibCall(fn, [f, g], [out], _win_params(op) if depthwise else _conv_params(op),
+                     pos))
 
 
 def _lower_conv_filter_grad(low, op, pos: int) -> None:
@@ -157,7 +175,8 @@ def _lower_conv_filter_grad(low, op, pos: int) -> None:
     fn = "depthwise_filter_grad" if depthwise else "conv2d_filter_grad"
     if not depthwise and winograd_candidate(op, op.inputs[1]):
         fn = "conv2d_filter_grad_w"
-    low.emit(LibCall(fn, [x, g], [out], _win_params(op), pos))
+    low.emit(LibCall(fn, [x, g], [out], _win_params(op) if depthwise else _conv_params(op),
+                     pos))
 
 
 def _pool_geometry(op) -> tuple:
@@ -220,8 +239,11 @@ def _lower_avg_pool_grad(low, op, pos: int) -> None:
 
 
 def _window_lowerable(op) -> bool:
-    """NHWC, SAME or VALID, rank-4 float operands."""
+    """NHWC, SAME or VALID (or EXPLICIT for Conv2D and its gradients), rank-4 float
+    operands."""
+    paddings = ("SAME", "VALID", "EXPLICIT") if op.type.startswith("Conv2D") else \
+        ("SAME", "VALID")
     return (op.attrs.get("data_format", "NHWC") in ("NHWC", None)
-            and op.attrs.get("padding") in ("SAME", "VALID")
+            and op.attrs.get("padding") in paddings
             and all(t.shape.ndims == 4 and t.dtype.name in ("float32", "float64")
                     for t in list(op.inputs) + list(op.outputs)))

@@ -247,9 +247,9 @@ def test_winograd_routines_equal_direct_sums_on_random_shapes():
         x, f = rng.standard_normal((n, h, w, c)), rng.standard_normal((r, r, c, k))
         g = rng.standard_normal((n, oh, ow, k))
         y, dx, df = np.empty((n, oh, ow, k)), np.empty_like(x), np.empty_like(f)
-        nnlib.conv2d_w(x, f, y, 1, 1, 1, 1, int(same))
-        nnlib.conv2d_input_grad_w(f, g, dx, 1, 1, 1, 1, int(same))
-        nnlib.conv2d_filter_grad_w(x, g, df, 1, 1, 1, 1, int(same))
+        nnlib.conv2d_w(x, f, y, 1, 1, 1, 1, int(same), 0, 0)
+        nnlib.conv2d_input_grad_w(f, g, dx, 1, 1, 1, 1, int(same), 0, 0)
+        nnlib.conv2d_filter_grad_w(x, g, df, 1, 1, 1, 1, int(same), 0, 0)
         want_y, want_dx, want_df = conv_direct_sums(x, f, g, (r - 1) // 2 if same else 0)
         for name, got, want in (("conv2d", y, want_y), ("filter gradient", df, want_df),
                                 ("input gradient", dx, want_dx)):
@@ -273,9 +273,9 @@ def test_5x5_winograd_float32_rounding_stays_within_the_fuzzers_tolerance_of_exa
         f = (rng.standard_normal((5, 5, c, k)) * 0.05).astype(np.float32)
         g = rng.standard_normal((n, oh, oh, k)).astype(np.float32)
         y, dx, df = np.empty((n, oh, oh, k), np.float32), np.empty_like(x), np.empty_like(f)
-        nnlib.conv2d_w(x, f, y, 1, 1, 1, 1, same)
-        nnlib.conv2d_input_grad_w(f, g, dx, 1, 1, 1, 1, same)
-        nnlib.conv2d_filter_grad_w(x, g, df, 1, 1, 1, 1, same)
+        nnlib.conv2d_w(x, f, y, 1, 1, 1, 1, same, 0, 0)
+        nnlib.conv2d_input_grad_w(f, g, dx, 1, 1, 1, 1, same, 0, 0)
+        nnlib.conv2d_filter_grad_w(x, g, df, 1, 1, 1, 1, same, 0, 0)
         want_y, want_dx, want_df = conv_direct_sums(x, f, g, 2 if same else 0)
         for name, got, want in (("conv2d", y, want_y), ("filter gradient", df, want_df),
                                 ("input gradient", dx, want_dx)):
@@ -297,7 +297,7 @@ def test_non_finite_and_huge_inputs_reach_only_the_outputs_whose_windows_see_the
         x = rng.standard_normal((n, h, w, c)).astype(npd)
         x[2, 5, 6, 3] = bad
         y = np.empty((n, h, w, k), npd)
-        nnlib.conv2d_w(x, f, y, 1, 1, 1, 1, 1)
+        nnlib.conv2d_w(x, f, y, 1, 1, 1, 1, 1, 0, 0)
         want = np.zeros((n, h, w, k))
         xp = np.zeros((n, h + 2, w + 2, c))
         xp[:, 1:-1, 1:-1] = x
