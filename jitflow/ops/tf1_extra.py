@@ -21,7 +21,7 @@ __all__ = [
     "space_to_batch_nd", "batch_to_space_nd", "space_to_batch", "batch_to_space",
     "extract_image_patches", "tensor_scatter_nd_update", "tensor_scatter_nd_add",
     "tensor_scatter_nd_sub", "tensor_scatter_update", "tensor_scatter_add", "tensor_scatter_sub",
-    "unravel_index", "cross", "real", "imag", "conj", "angle", "histogram_fixed_width_bins",
+    "unravel_index", "real", "imag", "conj", "angle", "histogram_fixed_width_bins",
     "switch_case", "recompute_grad", "sparse_matmul", "convert_to_tensor_or_sparse_tensor",
     "is_numeric_tensor", "is_symbolic_tensor", "fixed_size_partitioner",
     "variable_axis_size_partitioner", "min_max_variable_partitioner", "DeviceSpec",
@@ -34,7 +34,6 @@ __all__ = [
 
 NAMESPACES = {
     "math": ["real", "imag", "conj", "angle", "erfcinv"],
-    "linalg": ["cross"],
     "nn": [("space_to_batch", "space_to_batch_nd"), "pool", "conv_transpose", "conv1d_transpose",
            "batch_norm_with_global_normalization", "depthwise_conv2d_native_backprop_input",
            "depthwise_conv2d_native_backprop_filter",
@@ -228,22 +227,6 @@ def unravel_index(indices, dims, name: Optional[str] = None) -> Tensor:
         strides = cumprod(d, exclusive=True, reverse=True)
         shape = [-1] + [1] * rank
         return (expand_dims(idx, 0) // reshape(strides, shape)) % reshape(d, shape)
-
-
-def cross(a, b, name: Optional[str] = None) -> Tensor:
-    """`tf.cross` / `tf.linalg.cross`: cross products of 3-vectors along the last dim."""
-    from jitflow.ops.join import stack, unstack
-    with name_scope(name, "Cross", [a, b]):
-        a = convert_to_tensor(a, name="a")
-        b = convert_to_tensor(b, dtype=a.dtype, name="b")
-        for t in (a, b):
-            last = t.shape.as_tuple()[-1] if t.shape.ndims else None
-            if last != 3:
-                raise ValueError(f"cross: {t.name!r} must have a last dimension of 3, got "
-                                 f"shape {t.shape}")
-        a1, a2, a3 = unstack(a, axis=-1)
-        b1, b2, b3 = unstack(b, axis=-1)
-        return stack([a2 * b3 - a3 * b2, a3 * b1 - a1 * b3, a1 * b2 - a2 * b1], axis=-1)
 
 
 def _real_input(x, what: str) -> Tensor:

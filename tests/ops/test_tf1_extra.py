@@ -69,7 +69,7 @@ def test_tensor_scatters_and_unravel_and_cross():
     np.testing.assert_array_equal(u, [[1, 1], [1, 3]])   # 5 = (1, 1), 7 = (1, 3) in [2, 4]
     np.testing.assert_array_equal(c, [[0, 0, 1]])
     with tf.Graph().as_default():
-        with pytest.raises(ValueError, match="last dimension of 3"):
+        with pytest.raises(ValueError, match="Dimension must be 3"):
             tf.cross([1.0, 2.0], [3.0, 4.0])
 
 
