@@ -24,7 +24,8 @@ gathers) and `DimValue` (the runtime value of a dim).
 `MatMul` (a contraction of two matrices), `AssignVar`/`CopyVar` (variables, updated in place),
 `View` (same elements, other dims), `ShapeOf`, `RowOp` (softmax-family row operations),
 `Alloc`/`Region` (stores at computed positions), `LibCall` (a library routine on stored
-operands: convolutions, pooling) and `NonZeroCheck`/`RangeCheck` placed among them.
+operands: convolutions, pooling), `Linalg` (factorizations and solves of batched matrices) and
+`NonZeroCheck`/`RangeCheck` placed among them.
 
 **Checks** (`Check`: two dims must agree; `RangeCheck`, `NonZeroCheck`: element values) are
 hoisted before any statement where their operands allow, so a failing run raises before
@@ -34,8 +35,9 @@ anything is written.
 size of an input's or variable's axis; `("const", n)`; `("prod", dims)`, `("div", dims, n)`,
 `("mod", dims, n)`; `("arith", "+"|"-"|"*", a, b)`; `("sstart"|"slen", d, b, e, s, bm, em)` the
 start and length of a Python slice of an axis of size d; `("sidx", d, i)` index i of an axis of
-size d (negative from the end); `("ok", lo, x, hi)` 1 when lo <= x < hi else 0; `("window", n,
-k, stride, dilation, same)` the output size of a window op along one axis.
+size d (negative from the end); `("ok", lo, x, hi)` 1 when lo <= x < hi else 0; `("min", a,
+b)` the smaller of two dims; `("window", n, k, stride, dilation, same)` the output size of a
+window op along one axis.
 """
 from __future__ import annotations
 
@@ -47,7 +49,8 @@ import numpy as np
 __all__ = ["Arg", "Const", "Call", "S", "X0", "X1", "X2", "X3", "SCALAR_OPS", "INT_DIVIDING",
            "scalar_args", "scalar_uses", "VClass", "class_of", "Value", "Load", "Lit", "Apply",
            "Index", "Take", "DimValue", "Check", "Loop", "Reduce", "MatMul", "AssignVar",
-           "CopyVar", "View", "ShapeOf", "RowOp", "Alloc", "Region", "LibCall", "RangeCheck",
+           "CopyVar", "View", "ShapeOf", "RowOp", "Alloc", "Region", "LibCall", "Linalg",
+           "RangeCheck",
            "NonZeroCheck", "Kernel", "STATEMENTS", "EXPRESSIONS"]
 
 Dim = Union[int, tuple]
@@ -366,7 +369,8 @@ class Alloc:
 @dataclass(eq=False)
 class Region:
     """For every index i over `dims`, out[items(i)] = (mode "set") or += ("add") expr(i);
-    `items` as in `Take`."""
+    `items` as in `Take`; with `where` (a bool expression over the same index), only where it
+    holds (the other positions are never computed: a segment sum's negative ids)."""
 
     out: Value
     expr: object
@@ -375,6 +379,7 @@ class Region:
     items: tuple
     mode: str
     op: int
+    where: object = None
 
 
 @dataclass(eq=False)
@@ -391,12 +396,14 @@ class LibCall:
 
 @dataclass(eq=False)
 class RangeCheck:
-    """Every element of `value` must lie in [0, dim): checked before anything is written."""
+    """Every element of `value` must lie in [0, dim) (`lower` False: only below dim; negative
+    ids are dropped by segment sums): checked before anything is written."""
 
     value: Value
     dim: Dim
     op: int
     what: str
+    lower: bool = True
 
 
 @dataclass(eq=False)
@@ -407,6 +414,25 @@ class NonZeroCheck:
     value: Value
     op: int
     what: str
+
+
+@dataclass(eq=False)
+class Linalg:
+    """A linear-algebra routine on each matrix of a batch (the last two axes of its stored
+    operands; the leading axes are the batch, the same for every operand and output).
+
+    `how`: "cholesky" (args [a], outs [lower factor]), "solve" (args [a, b], outs [x] with
+    a @ x = b; `adjoint`: a^T @ x = b), "inverse" (args [a], outs [a^-1]), "det" (args [a],
+    outs [det]: one per matrix), "eigh" (args [a], outs [eigenvalues ascending, eigenvectors
+    as columns or None]: the symmetric matrix of a's lower triangle). Matrices the routine
+    cannot handle (singular, not positive definite, no convergence) fail the kernel's check:
+    the references raise TF's error."""
+
+    how: str
+    outs: list
+    args: list
+    op: int
+    adjoint: bool = False
 
 
 @dataclass(eq=False)
@@ -426,5 +452,5 @@ class Kernel:
 
 #: the node kinds a backend emits (one emitter each)
 STATEMENTS = (Loop, Reduce, MatMul, AssignVar, CopyVar, View, ShapeOf, RowOp, Alloc, Region,
-              LibCall, RangeCheck, NonZeroCheck)
+              LibCall, Linalg, RangeCheck, NonZeroCheck)
 EXPRESSIONS = (Load, Lit, Apply, Index, Take, DimValue)
