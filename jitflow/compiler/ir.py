@@ -24,8 +24,7 @@ gathers) and `DimValue` (the runtime value of a dim).
 `MatMul` (a contraction of two matrices), `AssignVar`/`CopyVar` (variables, updated in place),
 `View` (same elements, other dims), `ShapeOf`, `RowOp` (softmax-family row operations),
 `Alloc`/`Region` (stores at computed positions), `LibCall` (a library routine on stored
-operands: convolutions, pooling), `Linalg` (factorizations and solves of batched matrices) and
-`NonZeroCheck`/`RangeCheck` placed among them.
+operands: convolutions, pooling) and `NonZeroCheck`/`RangeCheck` placed among them.
 
 **Checks** (`Check`: two dims must agree; `RangeCheck`, `NonZeroCheck`: element values) are
 hoisted before any statement where their operands allow, so a failing run raises before
@@ -49,8 +48,7 @@ import numpy as np
 __all__ = ["Arg", "Const", "Call", "S", "X0", "X1", "X2", "X3", "SCALAR_OPS", "INT_DIVIDING",
            "scalar_args", "scalar_uses", "VClass", "class_of", "Value", "Load", "Lit", "Apply",
            "Index", "Take", "DimValue", "Check", "Loop", "Reduce", "MatMul", "AssignVar",
-           "CopyVar", "View", "ShapeOf", "RowOp", "Alloc", "Region", "LibCall", "Linalg",
-           "RangeCheck",
+           "CopyVar", "View", "ShapeOf", "RowOp", "Alloc", "Region", "LibCall", "RangeCheck",
            "NonZeroCheck", "Kernel", "STATEMENTS", "EXPRESSIONS"]
 
 Dim = Union[int, tuple]
@@ -417,25 +415,6 @@ class NonZeroCheck:
 
 
 @dataclass(eq=False)
-class Linalg:
-    """A linear-algebra routine on each matrix of a batch (the last two axes of its stored
-    operands; the leading axes are the batch, the same for every operand and output).
-
-    `how`: "cholesky" (args [a], outs [lower factor]), "solve" (args [a, b], outs [x] with
-    a @ x = b; `adjoint`: a^T @ x = b), "inverse" (args [a], outs [a^-1]), "det" (args [a],
-    outs [det]: one per matrix), "eigh" (args [a], outs [eigenvalues ascending, eigenvectors
-    as columns or None]: the symmetric matrix of a's lower triangle). Matrices the routine
-    cannot handle (singular, not positive definite, no convergence) fail the kernel's check:
-    the references raise TF's error."""
-
-    how: str
-    outs: list
-    args: list
-    op: int
-    adjoint: bool = False
-
-
-@dataclass(eq=False)
 class Kernel:
     """One native function: inputs, variable buffers, checks, statements, results."""
 
@@ -452,5 +431,5 @@ class Kernel:
 
 #: the node kinds a backend emits (one emitter each)
 STATEMENTS = (Loop, Reduce, MatMul, AssignVar, CopyVar, View, ShapeOf, RowOp, Alloc, Region,
-              LibCall, Linalg, RangeCheck, NonZeroCheck)
+              LibCall, RangeCheck, NonZeroCheck)
 EXPRESSIONS = (Load, Lit, Apply, Index, Take, DimValue)
