@@ -1,6 +1,9 @@
 """Test helpers: compare a run on every backend with the reference interpreter."""
 from __future__ import annotations
 
+import contextlib
+import os
+
 import itertools
 
 import numpy as np
@@ -155,3 +158,25 @@ def same_bits(a, b) -> bool:
             return False
         a, b = np.where(na, 0, a), np.where(nb, 0, b)
     return a.tobytes() == b.tobytes()
+
+
+@contextlib.contextmanager
+def compile_mode(mode: str):
+    """Run the body with JITFLOW_COMPILE=`mode`; "quick:v16" also prints the fast path's
+    loops for 16-byte vectors (JITFLOW_VECTOR_BYTES: small examples then run vector bodies
+    and scalar tails)."""
+    name, _, vec = (mode or "").partition(":v")
+    keys = ("JITFLOW_COMPILE", "JITFLOW_VECTOR_BYTES")
+    old = {k: os.environ.get(k) for k in keys}
+    try:
+        if name:
+            os.environ["JITFLOW_COMPILE"] = name
+        if vec:
+            os.environ["JITFLOW_VECTOR_BYTES"] = vec
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

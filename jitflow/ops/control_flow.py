@@ -9,6 +9,7 @@ known when the graph is built and use a while loop over a TensorArray otherwise.
 from __future__ import annotations
 
 import collections.abc
+import contextlib
 from typing import Callable, Optional
 
 import numpy as np
@@ -134,6 +135,13 @@ def cond(pred, true_fn: Optional[Callable] = None, false_fn: Optional[Callable] 
     common structure of tensors (an Operation where both branches return operations); with
     `strict=False` a one-element list or tuple is unpacked, as TF1 does.
     """
+    return build_cond(pred, true_fn, false_fn, strict, name, fn1, fn2)
+
+
+def build_cond(pred, true_fn=None, false_fn=None, strict: bool = False, name=None, fn1=None,
+               fn2=None, op_name: Optional[str] = None):
+    """`cond`, with the `If` op named `op_name` (a full name, outside any scope) when given:
+    how `jitflow.serialize` rebuilds a GraphDef's If node under the node's own name."""
     if fn1 is not None:
         if true_fn is not None:
             raise TypeError("cond(): true_fn and fn1 may not be set simultaneously.")
@@ -197,8 +205,9 @@ def cond(pred, true_fn: Optional[Callable] = None, false_fn: Optional[Callable] 
             br.cap_index = [captures.index(t) for t in br.captures]
         spec = _CondSpec(branches, [_merged_shape(a.shape, b.shape)
                                     for a, b in zip(outs_t, outs_f)])
-        op = graph.create_op("If", [p] + captures, {"cond": spec}, name="Merge",
-                             control_inputs=hoisted)
+        with graph.name_scope(None) if op_name else contextlib.nullcontext():
+            op = graph.create_op("If", [p] + captures, {"cond": spec}, name=op_name or "Merge",
+                                 control_inputs=hoisted)
         it = iter(op.outputs)
         out = [op if k == "op" else next(it) for k in kinds]
         result = pack_sequence_as(res_t, out)
@@ -480,6 +489,18 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     `shape_invariants` entry, as in TF1; `parallel_iterations` and `swap_memory` are accepted
     and change nothing. With `back_prop=False` no gradient flows through the loop.
     """
+    return build_while(cond, body, loop_vars, shape_invariants, parallel_iterations, back_prop,
+                       name, maximum_iterations, return_same_structure)
+
+
+def build_while(cond, body, loop_vars, shape_invariants=None, parallel_iterations: int = 10,
+                back_prop: bool = True, name: Optional[str] = None, maximum_iterations=None,
+                return_same_structure: bool = False, op_name: Optional[str] = None,
+                check_shapes: bool = True):
+    """`while_loop`, with the `While` op named `op_name` (a full name, outside any scope) when
+    given, and with `check_shapes=False` trusting that the body's results fit the shape
+    invariants (their static shapes may be less known): how `jitflow.serialize` rebuilds a
+    GraphDef's While node, whose shapes TensorFlow has checked, under the node's own name."""
     if not callable(cond):
         raise TypeError("cond must be callable.")
     if not callable(body):
@@ -541,7 +562,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
                     raise TypeError(f"Loop variable {t.name} enters the loop with type "
                                     f"{t.dtype.name} but has type {o.dtype.name} after one "
                                     "iteration")
-                if not _shape_ok(o.shape, inv):
+                if check_shapes and not _shape_ok(o.shape, inv):
                     raise ValueError(
                         f"Input tensor '{t.name}' enters the loop with shape "
                         f"{_fn.shape_str(inv)}, but has shape {_fn.shape_str(o.shape)} after one "
@@ -551,9 +572,10 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
             next_pred = convert_to_tensor(call(cond, _rewrap(loop_vars, outs)))
             _check_loop_pred(next_pred)
         spec = _LoopSpec(region, phs, outs, next_pred, bool(back_prop))
-        op = graph.create_op("While", inits + [pred0, limit] + spec.captures,
-                             {"body": spec, "parallel_iterations": int(parallel_iterations)},
-                             name="Exit", control_inputs=spec.hoisted)
+        with graph.name_scope(None) if op_name else contextlib.nullcontext():
+            op = graph.create_op("While", inits + [pred0, limit] + spec.captures,
+                                 {"body": spec, "parallel_iterations": int(parallel_iterations)},
+                                 name=op_name or "Exit", control_inputs=spec.hoisted)
         # TF1 packs the result in the structure the body returned (a tuple body on list
         # loop_vars gives a tuple) and unpacks a result of one tensor
         out = _rewrap(new, list(op.outputs[:len(inits)]))

@@ -327,6 +327,7 @@ class SubPlan:
 
     def __init__(self, region: Region, fetches: list, feeds: list, targets=()) -> None:
         graph = region.graph
+        self.region = region
         fed = set(feeds)
         ops = _region_ops(region, fetches, list(targets), fed)
         if not any(_writes_variable(op) for op in ops):

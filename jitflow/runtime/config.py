@@ -75,6 +75,13 @@ VARS: dict = {v.name: v for v in [
     Var("JITFLOW_KERNEL_OPS", "48", "longest kernel of a split run (ops)", _int),
     Var("JITFLOW_WINOGRAD", "1", "convolutions on Winograd: `1` 3x3 and 5x5 filters, `3x3` "
         "3x3 only, `0` none (im2col)", _lower, ("1", "fast", "3x3", "0")),
+    Var("JITFLOW_VECTOR_BYTES", None, "bytes per vector the fast path's loops are printed for "
+        "(default: the host's, 64 with AVX-512, 32 with AVX, else 16); `0` prints scalar loops "
+        "(the same bits either way)", _int),
+    Var("JITFLOW_OPT_PIPELINE", "light", "the fast path's optimized code: `light` (the "
+        "printer's vector loops, inlining, cheap clean-ups) or `o3` (LLVM's O3 with its "
+        "vectorizers: slower to compile, for loops the printer leaves scalar)", _lower,
+        ("light", "o3")),
     Var("JITFLOW_LIBM", "0", "`1`: libm's exp/log/tanh instead of jitflow's vectorized math",
         _flag),
     Var("JITFLOW_MALLOC_TUNE", "1", "`0`: leave glibc's allocator thresholds alone", _flag),

@@ -22,6 +22,7 @@ import numpy as np
 from jitflow.core import dtypes as _dtypes
 from jitflow.core import errors
 from jitflow.core.graph import Graph, Operation, Tensor, get_default_graph
+from jitflow.serialize import functions as _functions  # noqa: F401  (While/If converters)
 from jitflow.serialize import tf_ops
 from jitflow.version import GRAPH_DEF_VERSION
 from jitflow.serialize.tensor_util import (dtype_to_enum, enum_to_dtype, shape_from_proto,
@@ -41,13 +42,29 @@ def tensor_name(t: Tensor) -> str:
 
 
 class _Writer:
-    def __init__(self, graph: Graph, add_shapes: bool) -> None:
+    """Writes ops as NodeDefs into `gd` (a GraphDef, or the scratch nodes of a graph function:
+    see `jitflow.serialize.functions`, which makes a child writer per function)."""
+
+    def __init__(self, graph: Graph, add_shapes: bool, parent: "Optional[_Writer]" = None,
+                 rename: Optional[dict] = None, local_ops=None) -> None:
         from jitflow.serialize import protos
         self.protos = protos
+        self.graph = graph
         self.gd = protos.GraphDef()
         self.gd.versions.producer = GRAPH_DEF_PRODUCER
         self.add_shapes = add_shapes
+        self.parent = parent
+        # tensors written under another name: a function's inputs (its arguments)
+        self.rename: dict = rename if rename is not None else {}
+        # the ops of the function being written (None: the graph): control inputs on other
+        # ops are left out (a function cannot name nodes outside it)
+        self.local_ops = local_ops
+        # the library and the export's caches, shared with the parent writer
+        self.library = parent.library if parent is not None else self.gd.library
+        self.shared: dict = parent.shared if parent is not None else {}
         self.names = {op.name for op in graph.get_operations()}
+        self._pending: list = []
+        self._written = None
         self._op = None
 
     # attribute value makers
@@ -88,7 +105,45 @@ class _Writer:
         return v
 
     def input_name(self, t: Tensor) -> str:
-        return tensor_name(t)
+        name = self.rename.get(t)
+        return tensor_name(t) if name is None else name
+
+    def control_names(self, op: Operation) -> list:
+        return ["^" + c.name for c in op.control_inputs
+                if self.local_ops is None or c in self.local_ops]
+
+    def extra_node(self, base: str, op_type: str, inputs: list, attrs: Optional[dict] = None):
+        """Add a node of no op of the graph (a Const, a list op of a loop's trace ...) named
+        `base` or `base_<n>`; returns its name."""
+        node = self.gd.node.add(name=self._fresh(base), op=op_type)
+        node.input.extend(inputs)
+        for k, v in (attrs or {}).items():
+            node.attr[k].CopyFrom(v)
+        self._pending.append(node)
+        return node.name
+
+    def const(self, base: str, value: np.ndarray) -> str:
+        """An extra Const node holding `value`; returns its name."""
+        from jitflow.serialize.tensor_util import make_tensor_proto
+        value = np.asarray(value)
+        dt = _dtypes.string if value.dtype == object else _dtypes.as_dtype(value.dtype)
+        return self.extra_node(base, "Const", [], {
+            "dtype": self.type(dt), "value": self.tensor(make_tensor_proto(value, dt))})
+
+    def types(self, dts):
+        return self.type_list(dts)
+
+    def shapes(self, shapes):
+        v = self.protos.AttrValue()
+        v.list.SetInParent()
+        for s in shapes:
+            shape_proto(s, v.list.shape.add())
+        return v
+
+    def func(self, name: str):
+        v = self.protos.AttrValue()
+        v.func.name = name
+        return v
 
     def _fresh(self, base: str) -> str:
         name, i = base, 1
@@ -100,24 +155,20 @@ class _Writer:
 
     def const_input(self, op: Operation, what: str, value: np.ndarray) -> str:
         """Add a Const node holding a static input of `op`; returns its name."""
-        from jitflow.serialize.tensor_util import make_tensor_proto
-        dt = _dtypes.string if value.dtype == object else _dtypes.as_dtype(value.dtype)
-        node = self.gd.node.add(name=self._fresh(f"{op.name}/{what}"), op="Const")
-        node.attr["dtype"].CopyFrom(self.type(dt))
-        node.attr["value"].CopyFrom(self.tensor(make_tensor_proto(value, dt)))
-        self._pending.append(node)
-        return node.name
+        return self.const(f"{op.name}/{what}", value)
 
     def node(self, op: Operation, tf_type: str, inputs=None, attrs=None,
              data_inputs: bool = True) -> None:
         """Write `op` as a TensorFlow node (inputs: its data inputs unless given)."""
         n = self.gd.node.add(name=op.name, op=tf_type)
-        n.input.extend(inputs if inputs is not None else [tensor_name(t) for t in op.inputs])
-        n.input.extend("^" + c.name for c in op.control_inputs)
+        n.input.extend(inputs if inputs is not None else [self.input_name(t) for t in op.inputs])
+        n.input.extend(self.control_names(op))
         for k, v in (attrs or {}).items():
             n.attr[k].CopyFrom(v)
         colocation = op.attrs.get("_class")
-        if colocation and "_class" not in n.attr:   # ["loc:@var"]: TF1's colocation groups
+        if colocation and "_class" not in n.attr and self.local_ops is None:
+            # ["loc:@var"]: TF1's colocation groups (not in functions, whose nodes cannot
+            # name the graph's)
             n.attr["_class"].list.s.extend(
                 x.encode() if isinstance(x, str) else bytes(x) for x in colocation)
         self._written = n
@@ -134,7 +185,7 @@ class _Writer:
             if self._written is not None:
                 self.gd.node.remove(self._written)
             self._native(op)
-        if self.add_shapes:
+        if self.add_shapes and self.local_ops is None:
             n = self.gd.node[-1]
             v = n.attr["_output_shapes"]
             for t in op.outputs:
@@ -143,8 +194,8 @@ class _Writer:
     def _native(self, op: Operation) -> None:
         from jitflow.serialize.json_graph import encode_attr
         n = self.gd.node.add(name=op.name, op=NATIVE_PREFIX + op.type)
-        n.input.extend(tensor_name(t) for t in op.inputs)
-        n.input.extend("^" + c.name for c in op.control_inputs)
+        n.input.extend(self.input_name(t) for t in op.inputs)
+        n.input.extend(self.control_names(op))
         attrs = {k: encode_attr(v, f"attr '{k}' of op '{op.name}' ({op.type})")
                  for k, v in op.attrs.items()}
         n.attr[NATIVE_ATTR].s = json.dumps(attrs, sort_keys=True).encode()
@@ -156,11 +207,20 @@ class _Writer:
 
 
 def graph_to_proto(graph: Optional[Graph] = None, add_shapes: bool = False, ops=None):
-    """The GraphDef proto of `graph` (or of the listed ops of it, in graph order)."""
+    """The GraphDef proto of `graph` (or of the listed ops of it, in graph order).
+
+    The ops of control-flow bodies (while loops, cond branches and their gradients) are
+    written as the graph functions of the GraphDef's library, which the `While`/`If` nodes
+    call (see `jitflow.serialize.functions`); what only a body can compute (it reads a loop
+    variable) is left out of the graph's nodes.
+    """
+    from jitflow.serialize.functions import graph_level_ops
     graph = graph if graph is not None else get_default_graph()
     w = _Writer(graph, add_shapes)
+    keep = graph_level_ops(graph)
     for op in (ops if ops is not None else graph.get_operations()):
-        w.write(op)
+        if op in keep:
+            w.write(op)
     return w.gd
 
 
@@ -202,9 +262,10 @@ class NodeImportError(ValueError):
 
 
 class _Reader:
-    def __init__(self, graph: Graph, prefix: str) -> None:
+    def __init__(self, graph: Graph, prefix: str, library: Optional[dict] = None) -> None:
         self.graph = graph
         self.prefix = prefix
+        self.library = library if library is not None else {}   # function name -> FunctionDef
         self.node = None
         self.inputs: list = []
 
@@ -321,6 +382,15 @@ def import_graph_def(graph_def, input_map: Optional[dict] = None, return_element
         return json_graph.import_graph_def(graph_def, input_map, return_elements, name)
     gd = parse_graph_def(graph_def)
     nodes = list(gd.node)
+    library = {f.signature.name: f for f in gd.library.function}
+    from jitflow.serialize import frames
+    if frames.has_frames(nodes):   # TF1's loop and cond frames, read as While/If nodes
+        from jitflow.serialize import protos
+        try:
+            nodes = frames.functionalize(nodes, protos, library)
+        except (ValueError, KeyError, IndexError) as e:
+            raise ValueError(f"graph_def: its TF1 control flow (Enter/Exit/Switch/Merge "
+                             f"frames) could not be read: {e}") from None
     known = set(tf_ops.IMPORTERS)
     from jitflow.ops.registry import REGISTRY
     unknown: dict = {}
@@ -345,7 +415,7 @@ def import_graph_def(graph_def, input_map: Optional[dict] = None, return_element
     with graph.name_scope(prefix_name or None) as prefix:
         with graph.name_scope(None):
             try:
-                created = _create(graph, _sorted_nodes(nodes), prefix, mapping)
+                created = _create(graph, _sorted_nodes(nodes), prefix, mapping, library)
             except NodeImportError as e:   # what callers see is a plain ValueError
                 raise ValueError(str(e)) from None
     if return_elements is None:
@@ -367,12 +437,14 @@ def import_graph_def(graph_def, input_map: Optional[dict] = None, return_element
     return out
 
 
-def _create(graph: Graph, nodes: list, prefix: str, mapping: dict) -> dict:
-    """Build the nodes; returns {node name: (Operation, [output tensors])}."""
+def _create(graph: Graph, nodes: list, prefix: str, mapping: dict,
+            library: Optional[dict] = None) -> dict:
+    """Build the nodes; returns {node name: (Operation, [output tensors])}. `library` maps
+    function names to the FunctionDefs control-flow nodes call."""
     from jitflow.serialize.json_graph import _split_input as _split
     from jitflow.serialize.json_graph import decode_attr
     created: dict = {}
-    reader = _Reader(graph, prefix)
+    reader = _Reader(graph, prefix, library)
     for n in nodes:
         inputs, controls = [], []
         for s in n.input:
@@ -396,7 +468,10 @@ def _create(graph: Graph, nodes: list, prefix: str, mapping: dict) -> dict:
         before = len(graph.get_operations())
         with graph.control_dependencies(controls or None) if controls else \
                 contextlib.nullcontext():
-            if n.op.startswith(NATIVE_PREFIX):
+            marked = _functions.import_marked(graph, n, inputs, prefix + n.name)
+            if marked is not None:
+                op, outputs = marked, list(marked.outputs)
+            elif n.op.startswith(NATIVE_PREFIX):
                 attrs = json.loads(n.attr[NATIVE_ATTR].s.decode()) if NATIVE_ATTR in n.attr \
                     else {}
                 op = graph.create_op(n.op[len(NATIVE_PREFIX):], inputs,

@@ -20,7 +20,7 @@ __all__ = ["DT", "dtype_to_enum", "enum_to_dtype", "enum_to_numpy", "make_tensor
 
 # TensorFlow's DataType numbers (tensorflow/core/framework/types.proto)
 DT = {"float32": 1, "float64": 2, "int32": 3, "uint8": 4, "int16": 5, "int8": 6, "string": 7,
-      "int64": 9, "bool": 10, "uint16": 17, "float16": 19}
+      "int64": 9, "bool": 10, "uint16": 17, "float16": 19, "variant": 21}
 _BY_ENUM = {v: k for k, v in DT.items()}
 # element types jitflow can read into NumPy although it has no dtype of its own for them
 _NUMPY_ONLY = {8: np.complex64, 18: np.complex128, 22: np.uint32,

@@ -236,10 +236,11 @@ def _long_chain(x, k: float):
     return tf.reduce_sum(y)
 
 
-def test_auto_mode_answers_while_the_compiler_thread_is_busy(monkeypatch):
+def test_auto_mode_answers_while_the_compiler_thread_is_busy(monkeypatch, tmp_path):
     """A run never waits for the compiler thread: a large kernel runs its quick code (built on
     the run path in milliseconds) while the optimized code waits in the queue."""
     monkeypatch.setenv("JITFLOW_COMPILE", "auto")
+    monkeypatch.setenv("JITFLOW_CACHE_DIR", str(tmp_path))   # no optimized object on disk
     x = tf.placeholder(tf.float32, [None])
     y = _long_chain(x, 0.37)
     gate = threading.Event()

@@ -316,19 +316,12 @@ def check(prog: Program, tf_module=None, tiers=None) -> Optional[str]:
     if any(s[1] == "value" for s in ref.steps):
         perturb = 4 * _EPS["float32"]
         alt = run_program(prog, jitflow, "interpreter", perturb)
+    from helpers import compile_mode
     modes = list(tiers) if tiers else [os.environ.get("JITFLOW_COMPILE", "")]
     outs = []
     for mode in modes:
-        old = os.environ.get("JITFLOW_COMPILE")
-        if mode:
-            os.environ["JITFLOW_COMPILE"] = mode
-        try:
+        with compile_mode(mode):
             outs.append(run_program(prog, jitflow, "numba"))
-        finally:
-            if old is None:
-                os.environ.pop("JITFLOW_COMPILE", None)
-            else:
-                os.environ["JITFLOW_COMPILE"] = old
     LAST["fallbacks"] = STATS.get("reference_fallbacks", 0) - fb0
     # int32 programs compute in float32 where they meet floats (casts, the loss)
     precision = "float64" if all(n.dtype == "float64" for n in prog.nodes) else "float32"

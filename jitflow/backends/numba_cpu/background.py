@@ -11,26 +11,64 @@ the run path, one job at a time, while runs use the code they have.
 - `numba`: Numba kernels (printed from the same loop form), compiled on the run path.
 The older names `background` and `thread` mean `auto`, `tier1` means `quick`.
 
+llvmlite lets one thread at a time into LLVM (a process-wide lock), so a compile here would
+make the run path's own compiles wait: while the run path compiles (`foreground()`), and for
+FOREGROUND_GRACE seconds after, no job starts here; a job already started finishes first.
+
 At interpreter exit the queue is dropped and the job being compiled is waited for: a process
 that ended while LLVM compiled on this thread could crash in LLVM after its last line.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import sys
 import threading
 import time
-from jitflow.runtime import config
 from typing import Callable
 
-__all__ = ["mode", "submit", "wait_idle", "pending"]
+from jitflow.runtime import config
+
+__all__ = ["mode", "submit", "wait_idle", "pending", "foreground"]
 
 _QUEUE: "queue.Queue" = queue.Queue()
 _LOCK = threading.Lock()
 _STATE = {"thread": None, "pending": 0, "short": False, "current": None, "closing": False}
 _IDLE = threading.Condition(_LOCK)
 SWITCH_INTERVAL = 1e-4   # seconds: sys.setswitchinterval while the compiler thread works
+#: seconds after the run path's last compile before the compiler thread starts a job (a first
+#: run compiles its kernels one after another, with runs of earlier kernels in between)
+FOREGROUND_GRACE = 0.05
+_FG = {"depth": 0, "last": -1.0}
+
+
+@contextlib.contextmanager
+def foreground():
+    """The run path compiles: the compiler thread starts no job until this ends (and
+    FOREGROUND_GRACE seconds have passed)."""
+    with _LOCK:
+        _FG["depth"] += 1
+    try:
+        yield
+    finally:
+        with _IDLE:
+            _FG["depth"] -= 1
+            _FG["last"] = time.monotonic()
+            _IDLE.notify_all()
+
+
+def _wait_for_foreground() -> None:
+    """(compiler thread) Wait until the run path has not compiled for FOREGROUND_GRACE s."""
+    with _IDLE:
+        while not _STATE["closing"]:
+            if _FG["depth"]:
+                _IDLE.wait(1.0)
+                continue
+            left = _FG["last"] + FOREGROUND_GRACE - time.monotonic()
+            if left <= 0:
+                return
+            _IDLE.wait(left)
 
 
 _ALIASES = {"background": "auto", "thread": "auto", "tier1": "quick"}
@@ -107,6 +145,7 @@ _register_shutdown()
 def _worker() -> None:
     while True:
         job = _QUEUE.get()
+        _wait_for_foreground()
         with _LOCK:
             _STATE["current"] = job
         # Numba's lowering calls into LLVM thousands of times per kernel, each call dropping

@@ -245,6 +245,11 @@ def build_code(c: Compiled, seg: Segment, level: str) -> None:
     or cheap (a small kernel), with the optimized code then queued on the compiler thread.
     Where the LLVM printer does not cover the kernel, the Numba kernel (the same bits);
     CodegenError when neither can."""
+    with _bg.foreground():   # no background compile holds LLVM meanwhile
+        _build_code(c, seg, level)
+
+
+def _build_code(c: Compiled, seg: Segment, level: str) -> None:
     STATS["kernels"] = STATS.get("kernels", 0) + 1
     if level != "numba":
         from jitflow.backends.numba_cpu import llvmjit

@@ -7,6 +7,14 @@ the statements and returns 0, or the code of the check that failed (nothing the 
 was written then). Every primitive is the instruction the Python printer's Numba code lowers
 to (no fast-math flags), so both give the same bits; jitflow's math functions are the IR of
 mathlib.py's builders, inlined.
+
+Innermost loops whose iterations are independent (only `Let` and `Store`; every access either
+the same element in each iteration or consecutive elements; a buffer the loop writes read only
+at the element written) are printed already vectorized: `lanes` iterations at a time on
+`<lanes x T>` values, then the remaining iterations one at a time. Each lane computes the
+instructions of the scalar loop (the vector forms of the same instructions, jitflow's math
+functions on vectors: mathir.py), so the result has the same bits, and LLVM's costly loop
+vectorizer is not needed: a cheap pipeline gives vector code.
 """
 from __future__ import annotations
 
@@ -56,9 +64,11 @@ class LLVMKernel:
 
 
 class _Printer:
-    def __init__(self, lk: LoopKernel, math_name, nnlib_symbol) -> None:
+    def __init__(self, lk: LoopKernel, math_name, nnlib_symbol, vector_bytes: int = 0) -> None:
         self.lk = lk
-        self.math_name = math_name          # (fn, dtype) -> LLVM function name
+        self.vector_bytes = vector_bytes    # 0: scalar loops only
+        self.vvals: dict = {}               # Let name -> vector SSA text (in a vector loop)
+        self.math_name = math_name          # (fn, dtype, lanes) -> LLVM function name
         self.nnlib_symbol = nnlib_symbol    # (routine, dtype) -> LLVM symbol
         self.entry: list = []
         self.body: list = []
@@ -270,8 +280,8 @@ class _Printer:
             vals = ", ".join(f"{ft} {self.x(a)}" for a in args)
             return self.op(f"call {ft} @{name}({vals})")
         if op in ("exp", "log", "tanh", "sigmoid", "log1p", "expm1", "pow"):
-            fn = self.math_name(op, dt)
-            self.math_used.add((op, dt))
+            fn = self.math_name(op, dt, 0)
+            self.math_used.add((op, dt, 0))
             ft = _FT[dt]
             self.decls.add(f"declare {ft} @{fn}({', '.join([ft] * len(args))})")
             vals = ", ".join(f"{ft} {self.x(a)}" for a in args)
@@ -357,8 +367,13 @@ class _Printer:
             s = dd if s == "1" else self.op(f"mul i64 {s}, {dd}")
         return s
 
-    def loop(self, s: For) -> None:
-        start, stop = self.x(s.start), self.x(s.stop)
+    def loop(self, s: For, start: str = None) -> None:
+        lanes = self.vector_lanes(s) if start is None else 0
+        if lanes:
+            self.vector_loop(s, lanes)
+            return
+        start = self.x(s.start) if start is None else start
+        stop = self.x(s.stop)
         pre = self.cur
         h, b, x = self.label("h"), self.label("b"), self.label("x")
         i, nxt = self.tmp(), self.tmp()
@@ -378,6 +393,257 @@ class _Printer:
         self.e(f"br label %{h}")
         self.body[at] = f"  {i} = phi i64 [{start}, %{pre}], [{nxt}, %{latch}]"
         self.block(x)
+
+    # -- vector loops -------------------------------------------------------------------------
+    def vector_lanes(self, s: For) -> int:
+        """How many iterations of `s` to print as one vector iteration (0: print it scalar)."""
+        if not self.vector_bytes or s.step != 1 or not s.body:
+            return 0
+        kinds: dict = {s.var: ("a", 1)}
+        stored: dict = {}
+        loads: list = []
+        widest = 0
+        for t in s.body:
+            if not isinstance(t, (Let, Store)):
+                return 0
+            k = self._vkind(t.expr, kinds, loads)
+            if k is None:
+                return 0
+            widest = max(widest, self._width_of(t.expr, kinds))
+            if isinstance(t, Let):
+                kinds[t.name] = k
+                continue
+            if self._access(t.buf, t.index, t.flat, kinds) != "v":
+                return 0
+            base, key = self._base(t.buf).name, _access_key(t.buf, t.index, t.flat)
+            if stored.setdefault(base, key) != key:
+                return 0
+            widest = max(widest, _SIZE[t.buf.dtype])
+        for ld in loads:   # a buffer the loop writes is read only at the element written
+            key = stored.get(self._base(ld.buf).name)
+            if key is not None and key != _access_key(ld.buf, ld.index, ld.flat):
+                return 0
+        lanes = self.vector_bytes // max(widest, 1)
+        return lanes if lanes >= 2 else 0
+
+    def _base(self, b: Buf) -> Buf:
+        while b.name in self.alias:
+            b = self.alias[b.name]
+        return b
+
+    def _width_of(self, e, kinds: dict) -> int:
+        """The widest vector element (bytes) expression `e` computes with (0: no vector)."""
+        if self._ikind(e, kinds) != ("v",):
+            return 0
+        w = 8 if e.dt in ("float64", "int64") else 4 if e.dt == "float32" else 1
+        if isinstance(e, Prim):
+            for a in e.args:
+                w = max(w, self._width_of(a, kinds))
+        elif isinstance(e, Load):
+            w = max(w, _SIZE[e.buf.dtype])
+        return w
+
+    def _access(self, b: Buf, index: list, flat: bool, kinds: dict):
+        """"u": the same element every iteration, "v": consecutive elements, None: other."""
+        if flat:
+            k = self._ikind(index[0], kinds)
+            return "u" if k == ("u",) else "v" if k == ("a", 1) else None
+        moving = [j for j in range(b.rank) if not b.ones[j]
+                  and self._ikind(index[j], kinds) != ("u",)]
+        if not moving:
+            return "u"
+        j = moving[0]
+        if len(moving) > 1 or self._ikind(index[j], kinds) != ("a", 1):
+            return None
+        # the moving index must be the innermost dim that is not 1
+        return "v" if all(b.ones[q] for q in range(j + 1, b.rank)) else None
+
+    def _ikind(self, e, kinds: dict):
+        return self._vkind(e, kinds, [])
+
+    def _vkind(self, e, kinds: dict, loads: list):
+        """How `e` varies with the loop variable: ("u",) not at all, ("a", c) an int64 that
+        grows by c per iteration, ("v",) otherwise (a vector value); None: not printable as
+        a vector (a call that has no vector form on varying operands, a gather)."""
+        if isinstance(e, (Lit, DimOf)):
+            return ("u",)
+        if isinstance(e, Local):
+            return kinds.get(e.name, ("u",))   # a Let or Var from outside the loop: uniform
+        if isinstance(e, Load):
+            loads.append(e)
+            for i in e.index:
+                if self._vkind(i, kinds, loads) is None:
+                    return None
+            a = self._access(e.buf, e.index, e.flat, kinds)
+            if a is None or (e.buf.dtype not in _SIZE or e.buf.dtype == "uint64"):
+                return None
+            return ("u",) if a == "u" else ("v",)
+        assert isinstance(e, Prim), e
+        ks = [self._vkind(a, kinds, loads) for a in e.args]
+        if any(k is None for k in ks):
+            return None
+        if all(k == ("u",) for k in ks):
+            return ("u",)
+        op = e.op
+        if op in ("add", "sub") and all(k[0] in "ua" for k in ks):
+            c = [k[1] if k[0] == "a" else 0 for k in ks]
+            return ("a", c[0] + c[1] if op == "add" else c[0] - c[1])
+        if op == "mul" and all(k[0] in "ua" for k in ks):
+            for k, other in ((ks[0], e.args[1]), (ks[1], e.args[0])):
+                if k[0] == "a" and isinstance(other, Lit):
+                    return ("a", k[1] * int(other.value))
+        if op.startswith("libm."):
+            return None
+        if op in ("exp", "log", "tanh", "sigmoid", "log1p", "expm1", "pow"):
+            return ("v",)
+        return ("v",)
+
+    def vector_loop(self, s: For, lanes: int) -> None:
+        """`s` as a loop over `lanes` iterations at a time, then the rest one at a time."""
+        start, stop = self.x(s.start), self.x(s.stop)
+        last = self.op(f"sub i64 {stop}, {lanes - 1}")
+        pre = self.cur
+        h, b, x = self.label("h"), self.label("b"), self.label("x")
+        i, nxt = self.tmp(), self.tmp()
+        self.e(f"br label %{h}")
+        self.block(h)
+        at = len(self.body)
+        self.body.append(None)
+        c = self.op(f"icmp slt i64 {i}, {last}")
+        self.e(f"br i1 {c}, label %{b}, label %{x}")
+        self.block(b)
+        saved, vsaved = dict(self.vals), dict(self.vvals)
+        kinds: dict = {s.var: ("a", 1)}
+        self.vals[s.var] = i
+        self.vkinds = kinds
+        self.lanes = lanes
+        for t in s.body:
+            k = self._ikind(t.expr, kinds)
+            if isinstance(t, Let):
+                kinds[t.name] = k
+                if k[0] in "ua":
+                    self.vals[t.name] = self.x(t.expr)     # the value of lane 0
+                else:
+                    self.vvals[t.name] = self.vx(t.expr)
+                continue
+            self.vstore(t.buf, t.index, t.flat, self.vx(t.expr), t.expr.dt)
+        self.vals, self.vvals = saved, vsaved
+        self.e(f"{nxt} = add i64 {i}, {lanes}")
+        latch = self.cur
+        self.e(f"br label %{h}")
+        self.body[at] = f"  {i} = phi i64 [{start}, %{pre}], [{nxt}, %{latch}]"
+        self.block(x)
+        self.loop(s, start=i)   # the remaining iterations
+
+    def vty(self, dt: str) -> str:
+        return f"<{self.lanes} x {_REG[dt]}>"
+
+    def splat(self, v: str, ty: str) -> str:
+        vt = f"<{self.lanes} x {ty}>"
+        t = self.op(f"insertelement {vt} poison, {ty} {v}, i64 0")
+        return self.op(f"shufflevector {vt} {t}, {vt} poison, <{self.lanes} x i32> "
+                       "zeroinitializer")
+
+    def vx(self, e) -> str:
+        """The vector of `e`'s values in the lanes of this iteration."""
+        k = self._ikind(e, self.vkinds)
+        if k[0] == "u":
+            if isinstance(e, Lit):
+                return f"splat ({_REG[e.dt]} {self.x(e)})"
+            return self.splat(self.x(e), _REG[e.dt])
+        if k[0] == "a":   # lane j: lane 0's value + j * c
+            base = self.splat(self.x(e), "i64")
+            step = ", ".join(f"i64 {j * k[1]}" for j in range(self.lanes))
+            return self.op(f"add <{self.lanes} x i64> {base}, <{step}>")
+        if isinstance(e, Local):
+            return self.vvals[e.name]
+        if isinstance(e, Load):
+            return self.vload(e.buf, e.index, e.flat)
+        return self.vprim(e)
+
+    def vload(self, b: Buf, index: list, flat: bool) -> str:
+        st = _STORE[b.dtype]
+        vt = f"<{self.lanes} x {st}>"
+        addr = self.addr(b, self.offset(b, index, flat))
+        x = self.op(f"load {vt}, ptr {addr}, align {_SIZE[b.dtype]}")
+        if b.dtype == "bool":
+            return self.op(f"icmp ne {vt} {x}, zeroinitializer")
+        if st != "i64" and b.dtype not in FLOATS:
+            ext = "zext" if b.dtype.startswith("u") else "sext"
+            return self.op(f"{ext} {vt} {x} to <{self.lanes} x i64>")
+        return x
+
+    def vstore(self, b: Buf, index: list, flat: bool, val: str, dt: str) -> None:
+        st = _STORE[b.dtype]
+        L = self.lanes
+        if b.dtype == "bool":
+            val = self.op(f"zext <{L} x i1> {val} to <{L} x i8>")
+        elif b.dtype in FLOATS:
+            if dt != b.dtype:
+                raise Unsupported(f"store of {dt} into {b.dtype}")
+        elif st != "i64":
+            val = self.op(f"trunc <{L} x i64> {val} to <{L} x {st}>")
+        addr = self.addr(b, self.offset(b, index, flat))
+        self.e(f"store <{L} x {st}> {val}, ptr {addr}, align {_SIZE[b.dtype]}")
+
+    def vprim(self, e: Prim) -> str:
+        op, args, dt = e.op, e.args, e.dt
+        L = self.lanes
+        vt = self.vty(dt)
+        if op in _FBIN or op in _IBIN:
+            return self.op(f"{op} {vt} {self.vx(args[0])}, {self.vx(args[1])}")
+        if op == "fneg":
+            return self.op(f"fneg {vt} {self.vx(args[0])}")
+        if op in _LBIN:
+            return self.op(f"{op} {vt} {self.vx(args[0])}, {self.vx(args[1])}")
+        if op == "not":
+            return self.op(f"xor {vt} {self.vx(args[0])}, splat (i1 true)")
+        if op == "select":
+            c, a, b = (self.vx(v) for v in args)
+            return self.op(f"select <{L} x i1> {c}, {vt} {a}, {vt} {b}")
+        if op.startswith("fcmp.") or op.startswith("icmp."):
+            at = self.vty(args[0].dt)
+            return self.op(f"{op[:4]} {op[5:]} {at} {self.vx(args[0])}, {self.vx(args[1])}")
+        if op in _X or op in ("exp", "log", "tanh", "sigmoid", "log1p", "expm1", "pow"):
+            if op in _X:
+                fn = f"llvm.{op}.v{L}{'f32' if dt == 'float32' else 'f64'}"
+            else:
+                fn = self.math_name(op, dt, L)
+                self.math_used.add((op, dt, L))
+            self.decls.add(f"declare {vt} @{fn}({', '.join([vt] * len(args))})")
+            vals = ", ".join(f"{vt} {self.vx(a)}" for a in args)
+            return self.op(f"call {vt} @{fn}({vals})")
+        return self.vconversion(op, args[0], dt)
+
+    def vconversion(self, op: str, a, dt: str) -> str:
+        v = self.vx(a)
+        L = self.lanes
+        fr = a.dt
+        ft = f"<{L} x {_FT.get(dt, 'double')}>"
+        if op == "fpext":
+            return self.op(f"fpext <{L} x float> {v} to <{L} x double>")
+        if op == "fptrunc":
+            return self.op(f"fptrunc <{L} x double> {v} to <{L} x float>")
+        if op == "sitofp":
+            return self.op(f"sitofp <{L} x i64> {v} to {ft}")
+        if op == "uitofp":
+            return self.op(f"uitofp <{L} x i1> {v} to {ft}")
+        if op == "fptosi":
+            return self.op(f"fptosi {self.vty(fr)} {v} to <{L} x i64>")
+        if op == "zext":
+            return self.op(f"zext <{L} x i1> {v} to <{L} x i64>")
+        if op == "tobool":
+            if fr in FLOATS:
+                return self.op(f"fcmp une {self.vty(fr)} {v}, zeroinitializer")
+            return self.op(f"icmp ne <{L} x i64> {v}, zeroinitializer")
+        kind, bits = op.split(".")
+        if kind in ("fptosi", "fptoui"):
+            t = self.op(f"{kind} {self.vty(fr)} {v} to <{L} x i{bits}>")
+            return self.op(f"{'sext' if kind == 'fptosi' else 'zext'} <{L} x i{bits}> {t} to "
+                           f"<{L} x i64>")
+        t = self.op(f"trunc <{L} x i64> {v} to <{L} x i{bits}>")
+        return self.op(f"{'sext' if kind == 'wrap' else 'zext'} <{L} x i{bits}> {t} to "
+                       f"<{L} x i64>")
 
     def cond(self, s: If) -> None:
         c = self.x(s.cond)
@@ -516,6 +782,27 @@ class _Printer:
         return LLVMKernel(name, text, self.slots, self.math_used, self.libcalls, self.blas)
 
 
+def _key(e):
+    """A structural key of an expression (or a list of them): equal keys, equal values."""
+    if isinstance(e, list):
+        return tuple(_key(x) for x in e)
+    if isinstance(e, Lit):
+        return ("lit", e.dt, e.value)
+    if isinstance(e, Local):
+        return ("local", e.name)
+    if isinstance(e, DimOf):
+        return ("dim", e.dim)
+    if isinstance(e, Load):
+        return ("load", e.buf.name, e.flat, _key(e.index))
+    return (e.op, e.dt, _key(e.args))
+
+
+def _access_key(b: Buf, index: list, flat: bool):
+    """Equal keys, the same element: a flat index names an element of any view of the
+    memory; a per-dim index only of this buffer's dims."""
+    return (True, _key(index)) if flat else (False, b.name, _key(index))
+
+
 def _narrowed(val: str, reg: str, dtype: str, p: "_Printer") -> str:
     """A register value of type `reg` as stored into a `dtype` element (floats convert)."""
     if dtype in FLOATS and reg != dtype:
@@ -524,7 +811,10 @@ def _narrowed(val: str, reg: str, dtype: str, p: "_Printer") -> str:
     return val
 
 
-def print_llvm(lk: LoopKernel, name: str, math_name, nnlib_symbol) -> LLVMKernel:
-    """`lk` as LLVM IR: function `name`; `math_name(fn, dtype)` names jitflow's math functions
-    (the caller links their IR in), `nnlib_symbol(routine, dtype)` the window routines'."""
-    return _Printer(lk, math_name, nnlib_symbol).function(name)
+def print_llvm(lk: LoopKernel, name: str, math_name, nnlib_symbol,
+               vector_bytes: int = 0) -> LLVMKernel:
+    """`lk` as LLVM IR: function `name`; `math_name(fn, dtype, lanes)` names jitflow's math
+    functions (the caller links their IR in), `nnlib_symbol(routine, dtype)` the window
+    routines'. `vector_bytes`: the width of the host's vectors (0: no loop is printed
+    vectorized)."""
+    return _Printer(lk, math_name, nnlib_symbol, vector_bytes).function(name)

@@ -7,8 +7,10 @@ results, same `ValueError("jitflow:<op>:<what>")` on a failed check). Levels:
 
 - "quick": a few cheap function passes and the code generator's fast instruction selector;
   milliseconds, for the first runs of a kernel;
-- "opt": an optimizing pipeline with the loop and SLP vectorizers (the speed of the Numba
-  kernels), compiled on the compiler thread while "quick" code serves.
+- "opt": the math functions inlined, the same cheap passes and the code generator's
+  optimizing instruction selector and register allocator (the speed of the Numba kernels:
+  the loops are printed vectorized), compiled on the compiler thread while "quick" code
+  serves.
 
 Both compile the same IR with strict IEEE arithmetic: they give the same bits, and the same as
 the Numba kernels printed from the same loop form (pyprint.py).
@@ -33,6 +35,7 @@ from jitflow.backends.numba_cpu.llvmgen import LLVMKernel, print_llvm
 from jitflow.backends.numba_cpu.pyprint import POISON
 from jitflow.backends.pytext import dim_text
 from jitflow.compiler.loops import Buf, Lit, Load, Local, LoopKernel, Unsupported
+from jitflow.runtime import config
 
 __all__ = ["build", "compile_ir", "warm_up", "NotReady", "STATS", "LEVELS"]
 
@@ -53,6 +56,7 @@ _STATE: dict = {}
 
 def warm_up() -> None:
     """Load LLVM and make the quick engine now (~45 ms, once per process)."""
+    _host()
     _engine("quick")
 
 
@@ -70,6 +74,30 @@ def _llvm():
                 pass
         _STATE["llvm"] = llvm
     return llvm
+
+
+def _host() -> str:
+    """LLVM's version and the host CPU's name and features, asked once: every LLVM call waits
+    for llvmlite's process-wide lock, which a compile on the compiler thread holds."""
+    h = _STATE.get("host")
+    if h is None:
+        llvm = _llvm()
+        h = _STATE["host"] = (f"{llvm.llvm_version_info}|{llvm.get_host_cpu_name()}|"
+                              f"{llvm.get_host_cpu_features().flatten()}")
+    return h
+
+
+def vector_bytes() -> int:
+    """The bytes per vector loops are printed for (JITFLOW_VECTOR_BYTES, else the host's)."""
+    n = config.get("JITFLOW_VECTOR_BYTES")
+    if n is not None:
+        return max(0, int(n))
+    v = _STATE.get("vbytes")
+    if v is None:
+        feats = _llvm().get_host_cpu_features()
+        v = _STATE["vbytes"] = (64 if feats.get("avx512f") else 32 if feats.get("avx")
+                                else 16)
+    return v
 
 
 def _engine(level: str):
@@ -94,21 +122,30 @@ def _engine(level: str):
 
 
 def _optimize(mod, level: str) -> None:
+    """`level`'s IR passes. Both levels take the stack slots' scalars into registers and clean
+    up (SROA, instcombine, simplifycfg); "opt" first inlines the math functions. The vector
+    work is the printer's (explicit `<lanes x T>` loops), so LLVM's loop and SLP vectorizers
+    and its unroller add compile time without speed: measured on the 1,000-op random graph
+    (`benchmarks/compile_scaling.py` kind), O3 took 6.6 s of CPU for a 3.47 ms step, this
+    pipeline 2.3 s for 3.5-3.7 ms. `JITFLOW_OPT_PIPELINE=o3` runs LLVM's O3 instead."""
     llvm = _llvm()
     tm = _STATE[("tm", level)]
-    key = ("pb", level)
+    o3 = level == "opt" and config.get("JITFLOW_OPT_PIPELINE") == "o3"
+    key = ("pb", level, o3)
     pb = _STATE.get(key)
     if pb is None:
-        pto = llvm.create_pipeline_tuning_options(speed_level=1 if level == "quick" else 3)
-        if level != "quick":
+        pto = llvm.create_pipeline_tuning_options(speed_level=3 if o3 else 1)
+        if o3:
             pto.loop_vectorization = True
             pto.slp_vectorization = True
         pb = _STATE[key] = llvm.create_pass_builder(tm, pto)
-    if level != "quick":
+    if o3:
         pb.getModulePassManager().run(mod, pb)
         return
-    # scalars out of their stack slots, then the cheap clean-ups (the rest is the code
-    # generator's)
+    if level != "quick":
+        mpm = llvm.create_new_module_pass_manager()
+        mpm.add_always_inliner_pass()
+        mpm.run(mod, pb)
     pm = llvm.create_new_function_pass_manager()
     pm.add_sroa_pass()
     pm.add_instruction_combine_pass()
@@ -151,17 +188,16 @@ def _object_key(text: str, libraries, level: str) -> str:
     """The cache key of a kernel's machine code: its IR, the library IR linked in, the level,
     LLVM's version and the host CPU (name and features)."""
     import hashlib
-    llvm = _llvm()
     h = hashlib.sha256()
-    h.update(f"{_OBJECT_FORMAT}|{level}|{llvm.llvm_version_info}|{llvm.get_host_cpu_name()}|"
-             f"{llvm.get_host_cpu_features().flatten()}|".encode())
+    pipeline = config.get("JITFLOW_OPT_PIPELINE") if level == "opt" else ""
+    h.update(f"{_OBJECT_FORMAT}|{level}|{pipeline}|{_host()}|".encode())
     h.update(text.encode())
     for lib in libraries:
         h.update(b"|" + lib.encode())
     return h.hexdigest()[:40]
 
 
-_OBJECT_FORMAT = "1"
+_OBJECT_FORMAT = "2"
 
 
 def optimized_ir(text: str, libraries=(), level: str = "opt") -> str:
@@ -179,12 +215,12 @@ def optimized_ir(text: str, libraries=(), level: str = "opt") -> str:
 
 
 # -- symbols the kernels call ---------------------------------------------------------------------
-def _math_name(fn: str, dtype: str) -> str:
-    """The name of jitflow's math function (fn, dtype) (mathir.py: linked in by compile_ir)."""
+def _math_name(fn: str, dtype: str, lanes: int = 0) -> str:
+    """The name of jitflow's math function (fn, dtype) on `lanes` lanes (mathir.py: linked in
+    by compile_ir)."""
     if (fn, dtype) not in mathir.FUNCTIONS:
         raise Unsupported(f"math function {fn} of {dtype}")
-    return f'"{mathir.function_name(fn, dtype)}"'
-
+    return f'"{mathir.function_name(fn, dtype, lanes)}"'
 
 
 def _nnlib_symbol(fn: str, dtype: str) -> str:
@@ -281,10 +317,10 @@ class Prepared:
     def __init__(self, lk: LoopKernel, poison: bool = False) -> None:
         blas.bind()
         self.lk = lk
-        self.lg = print_llvm(lk, _NAME, _math_name, _nnlib_symbol)
+        self.lg = print_llvm(lk, _NAME, _math_name, _nnlib_symbol, vector_bytes())
         self.lits: list = []
         self.src = _wrapper_source(lk, self.lg, self.lits, poison)
-        self.libraries = [mathir.function_ir(f, d) for f, d in sorted(self.lg.math)]
+        self.libraries = [mathir.function_ir(f, d, n) for f, d, n in sorted(self.lg.math)]
 
     def key(self, level: str) -> str:
         return _object_key(self.lg.text, self.libraries, level)

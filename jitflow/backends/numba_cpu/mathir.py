@@ -98,14 +98,23 @@ FUNCTIONS = {("exp", "float32"), ("exp", "float64"), ("log", "float32"), ("log",
              ("expm1", "float32"), ("expm1", "float64"), ("pow", "float32")}
 
 
-def function_name(fn: str, dtype: str) -> str:
-    return f"jitflow.{fn}.{'f32' if dtype == 'float32' else 'f64'}"
+def function_name(fn: str, dtype: str, lanes: int = 0) -> str:
+    """The LLVM name of (fn, dtype), or of its vector form on `lanes` lanes."""
+    return (f"jitflow.{fn}.{'f32' if dtype == 'float32' else 'f64'}"
+            + (f".v{lanes}" if lanes else ""))
+
+
+def _suffix(t) -> str:
+    """LLVM's overload suffix of a float type or a vector of one (f32, v16f32)."""
+    if isinstance(t, ir.VectorType):
+        return f"v{t.count}{_suffix(t.element)}"
+    return "f32" if t == _FLOAT else "f64"
 
 
 def declare_intrinsic(module: ir.Module, name: str, t, nargs: int) -> ir.Function:
-    """LLVM's intrinsic `llvm.<name>` of float type `t` taking `nargs` operands, declared in
-    `module` on first use."""
-    full = f"llvm.{name}.{'f32' if t == _FLOAT else 'f64'}"
+    """LLVM's intrinsic `llvm.<name>` of float type `t` (or a vector of one) taking `nargs`
+    operands, declared in `module` on first use."""
+    full = f"llvm.{name}.{_suffix(t)}"
     f = module.globals.get(full)
     if f is None:
         f = ir.Function(module, ir.FunctionType(t, [t] * nargs), name=full)
@@ -113,19 +122,30 @@ def declare_intrinsic(module: ir.Module, name: str, t, nargs: int) -> ir.Functio
 
 
 class _B:
-    """IR emission for one float type: arithmetic, FMAs, selects and bit casts."""
+    """IR emission for one float type, scalar or `lanes` wide (the same instructions lane by
+    lane, so a vector form gives each lane the scalar form's bits): arithmetic, FMAs, selects
+    and bit casts."""
 
-    def __init__(self, b: ir.IRBuilder, single: bool) -> None:
+    def __init__(self, b: ir.IRBuilder, single: bool, lanes: int = 0) -> None:
         self.b = b
-        self.t = _FLOAT if single else _DOUBLE
-        self.it = _I32 if single else _I64
+        self.lanes = lanes
+        self.t = self._vec(_FLOAT if single else _DOUBLE)
+        self.it = self._vec(_I32 if single else _I64)
         self.single = single
 
+    def _vec(self, t):
+        return ir.VectorType(t, self.lanes) if self.lanes else t
+
+    def _const(self, t, v) -> ir.Constant:
+        if self.lanes:
+            return ir.Constant(t, [ir.Constant(t.element, v)] * self.lanes)
+        return ir.Constant(t, v)
+
     def c(self, v) -> ir.Constant:
-        return ir.Constant(self.t, float(v))
+        return self._const(self.t, float(v))
 
     def ci(self, v) -> ir.Constant:
-        return ir.Constant(self.it, int(v))
+        return self._const(self.it, int(v))
 
     def add(self, a, b):
         return self.b.fadd(a, b)
@@ -387,9 +407,9 @@ class _B:
 
     def pow(self, x, y):
         """x ** y for float32 x, y (C99 semantics) computed in float64."""
-        d = _B(self.b, False)
-        xd = self.b.fpext(x, _DOUBLE)
-        yd = self.b.fpext(y, _DOUBLE)
+        d = _B(self.b, False, self.lanes)
+        xd = self.b.fpext(x, d.t)
+        yd = self.b.fpext(y, d.t)
         a = d.fabs(xd)
         r = d.exp(d.mul(yd, d.log(a)))
         fl = d.floor(yd)
@@ -402,24 +422,24 @@ class _B:
         r = d.sel(bad, d.c(float("nan")), r)
         one = self.b.or_(self.b.or_(d.eq(yd, d.c(0.0)), d.eq(xd, d.c(1.0))),
                          self.b.and_(d.eq(a, d.c(1.0)), d.eq(d.fabs(yd), d.c(float("inf")))))
-        return self.b.fptrunc(d.sel(one, d.c(1.0), r), _FLOAT)
+        return self.b.fptrunc(d.sel(one, d.c(1.0), r), self.t)
 
 
-def define(module: ir.Module, fn: str, dtype: str) -> ir.Function:
-    """The function for (fn, dtype) in `module`: defined there on first use (internal,
-    alwaysinline), then reused."""
-    name = function_name(fn, dtype)
+def define(module: ir.Module, fn: str, dtype: str, lanes: int = 0) -> ir.Function:
+    """The function for (fn, dtype) in `module`, on `lanes` lanes (0: scalar): defined there
+    on first use (internal, alwaysinline), then reused."""
+    name = function_name(fn, dtype, lanes)
     existing = module.globals.get(name)
     if existing is not None:
         return existing
-    t = _FLOAT if dtype == "float32" else _DOUBLE
+    body_t = _B(None, dtype == "float32", lanes).t
     nargs = 2 if fn == "pow" else 1
-    f = ir.Function(module, ir.FunctionType(t, [t] * nargs), name=name)
+    f = ir.Function(module, ir.FunctionType(body_t, [body_t] * nargs), name=name)
     f.linkage = "internal"
     f.attributes.add("alwaysinline")
     f.attributes.add("nounwind")
     b = ir.IRBuilder(f.append_basic_block("entry"))
-    body = _B(b, dtype == "float32")
+    body = _B(b, dtype == "float32", lanes)
     b.ret(getattr(body, fn)(*f.args))
     return f
 
@@ -427,14 +447,14 @@ def define(module: ir.Module, fn: str, dtype: str) -> ir.Function:
 _TEXT: dict = {}
 
 
-def function_ir(fn: str, dtype: str) -> str:
-    """The IR text of (fn, dtype)'s definition and the intrinsics it declares, for linking
-    into a module printed as text (llvmgen.py)."""
-    text = _TEXT.get((fn, dtype))
+def function_ir(fn: str, dtype: str, lanes: int = 0) -> str:
+    """The IR text of (fn, dtype)'s definition (on `lanes` lanes; 0: scalar) and the
+    intrinsics it declares, for linking into a module printed as text (llvmgen.py)."""
+    text = _TEXT.get((fn, dtype, lanes))
     if text is None:
         m = ir.Module(name="jitflow_math")
         # linked into the kernel's module, which declares it: visible to the linker (the
         # kernel's calls inline it, and the optimizer drops it)
-        define(m, fn, dtype).linkage = "linkonce_odr"
-        text = _TEXT[(fn, dtype)] = "\n".join(str(g) for g in m.functions)
+        define(m, fn, dtype, lanes).linkage = "linkonce_odr"
+        text = _TEXT[(fn, dtype, lanes)] = "\n".join(str(g) for g in m.functions)
     return text
