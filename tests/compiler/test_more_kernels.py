@@ -1,7 +1,8 @@
 """Ops that used to run only as reference steps between kernels, now lowered into the kernel
 IR (LinSpace, UnsortedSegmentSum, Diag, MatrixDiag, MatrixDiagPart, Squeeze, BatchMatMulV2 of
 two matrices): on every CPU path (LLVM `sync` and `quick`, Numba) the run is kernels only and
-gives the interpreter's bits; invalid operands raise TF1's error naming the op."""
+gives the interpreter's bits (also with the vectorized inner loops); invalid operands raise
+TF1's error naming the op."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,8 +12,11 @@ import jitflow as tf
 from jitflow.backends.numba_cpu.executable import Executable
 from jitflow.compiler.program import Segment
 from jitflow.core import errors
+from helpers import compile_mode
 
-MODES = ("sync", "quick", "numba")
+#: LLVM optimized and quick code, quick code with 16-byte vector loops (small examples run
+#: vector bodies and scalar tails), Numba
+MODES = ("sync", "quick", "quick:v16", "numba")
 
 
 def rand(*shape, seed=0, dtype=np.float32):
@@ -45,9 +49,9 @@ def same_bits(got, want, rtol=0.0):
 
 
 @pytest.fixture(params=MODES)
-def mode(request, monkeypatch):
-    monkeypatch.setenv("JITFLOW_COMPILE", request.param)
-    return request.param
+def mode(request):
+    with compile_mode(request.param):
+        yield request.param
 
 
 def test_linspace(mode):
