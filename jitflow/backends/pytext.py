@@ -66,6 +66,8 @@ def dim_text(d) -> str:
         return f"max(0, ({st} - {en} + {-s - 1}) // {-s})"
     if k == "sidx":
         return f"({d[2]} + {dim_text(d[1])} if {d[2]} < 0 else {d[2]})"
+    if k == "min":
+        return f"min({dim_text(d[1])}, {dim_text(d[2])})"
     if k == "ok":  # ("ok", lo, x, hi): 1 when lo <= x < hi
         return f"(1 if {dim_text(d[1])} <= {dim_text(d[2])} < {dim_text(d[3])} else 0)"
     if k == "window":

@@ -34,8 +34,9 @@ anything is written.
 size of an input's or variable's axis; `("const", n)`; `("prod", dims)`, `("div", dims, n)`,
 `("mod", dims, n)`; `("arith", "+"|"-"|"*", a, b)`; `("sstart"|"slen", d, b, e, s, bm, em)` the
 start and length of a Python slice of an axis of size d; `("sidx", d, i)` index i of an axis of
-size d (negative from the end); `("ok", lo, x, hi)` 1 when lo <= x < hi else 0; `("window", n,
-k, stride, dilation, same)` the output size of a window op along one axis.
+size d (negative from the end); `("ok", lo, x, hi)` 1 when lo <= x < hi else 0; `("min", a,
+b)` the smaller of two dims; `("window", n, k, stride, dilation, same)` the output size of a
+window op along one axis.
 """
 from __future__ import annotations
 
@@ -366,7 +367,8 @@ class Alloc:
 @dataclass(eq=False)
 class Region:
     """For every index i over `dims`, out[items(i)] = (mode "set") or += ("add") expr(i);
-    `items` as in `Take`."""
+    `items` as in `Take`; with `where` (a bool expression over the same index), only where it
+    holds (the other positions are never computed: a segment sum's negative ids)."""
 
     out: Value
     expr: object
@@ -375,6 +377,7 @@ class Region:
     items: tuple
     mode: str
     op: int
+    where: object = None
 
 
 @dataclass(eq=False)
@@ -391,12 +394,14 @@ class LibCall:
 
 @dataclass(eq=False)
 class RangeCheck:
-    """Every element of `value` must lie in [0, dim): checked before anything is written."""
+    """Every element of `value` must lie in [0, dim) (`lower` False: only below dim; negative
+    ids are dropped by segment sums): checked before anything is written."""
 
     value: Value
     dim: Dim
     op: int
     what: str
+    lower: bool = True
 
 
 @dataclass(eq=False)

@@ -419,10 +419,16 @@ class _Gen:
 
         def level(j: int) -> None:
             if j == len(live):
-                val = self.expr(s.expr, list(idx), False)
-                pos = [self.item(out, k, it, list(idx)) for k, it in enumerate(s.items)]
-                val = self.combine_store(out, pos, val, s.mode, False)
-                self.emit(Store(out, pos, self.sc.to_dtype(val, out.dtype), self.op))
+                def store() -> None:
+                    val = self.expr(s.expr, list(idx), False)
+                    pos = [self.item(out, k, it, list(idx)) for k, it in enumerate(s.items)]
+                    val = self.combine_store(out, pos, val, s.mode, False)
+                    self.emit(Store(out, pos, self.sc.to_dtype(val, out.dtype), self.op))
+                if s.where is None:
+                    store()
+                else:
+                    self.cond(self.sc.conv(self.expr(s.where, list(idx), False), "bool"),
+                              store)
                 return
             k = live[j]
 
@@ -453,8 +459,10 @@ class _Gen:
 
     def s_range(self, c: ir.RangeCheck, top: bool = False) -> None:
         def bad(q):
-            lo = Prim("icmp.slt", [q, Lit(0, "int64")], "bool")
             hi = Prim("icmp.sge", [q, self.dim(c.dim)], "bool")
+            if not c.lower:
+                return hi
+            lo = Prim("icmp.slt", [q, Lit(0, "int64")], "bool")
             return Prim("or", [lo, hi], "bool")
         self.element_check(c.value, bad, c.what)
 
@@ -1045,6 +1053,8 @@ def _nonnegative(d) -> bool:
         return not d[5] or _nonnegative(d[1])
     if k == "prod":
         return all(_nonnegative(x) for x in d[1])
+    if k == "min":
+        return _nonnegative(d[1]) and _nonnegative(d[2])
     return False
 
 

@@ -27,12 +27,13 @@ import numpy as np
 
 from jitflow.compiler.ir import (Apply, Arg, AssignVar, Check, CopyVar, Index, INT_DIVIDING,
                                  Kernel, Lit, Load, Loop, NonZeroCheck, RangeCheck, Reduce,
-                                 ShapeOf, Take, Value, VClass, class_of, scalar_args,
+                                 ShapeOf, Take, Value, VClass, View, class_of, scalar_args,
                                  scalar_uses)
 
 __all__ = ["Lowerer", "Operand", "Pending", "ShapeInfo", "Unsupported", "lower", "supported",
            "host_only", "value_inputs", "can_inline_into", "scalar_expr", "const_dim", "add_dims",
-           "is_static", "static_size", "MAX_INLINE_DEPTH", "computes_nothing"]
+           "is_static", "static_size", "MAX_INLINE_DEPTH", "computes_nothing",
+           "written_by"]
 
 
 class Unsupported(Exception):
@@ -444,14 +445,37 @@ class Lowerer:
             return
         self.checks.append(Check(("ok", lo, x, hi), 1, pos, what))
 
-    def range_check(self, idx: Value, dim, pos: int, what: str) -> None:
-        """Every element of index array `idx` lies in [0, dim)."""
+    def range_check(self, idx: Value, dim, pos: int, what: str, lower: bool = True) -> None:
+        """Every element of index array `idx` lies in [0, dim) (`lower` False: below dim)."""
         if idx.kind == "in":
-            self.checks.append(RangeCheck(idx, dim, pos, what))
+            self.checks.append(RangeCheck(idx, dim, pos, what, lower))
             return
-        if any(isinstance(s, AssignVar) for s in self.stmts):
-            raise Unsupported("indices computed after a variable write")
-        self.stmts.append(RangeCheck(idx, dim, pos, what))
+        self.value_check(RangeCheck(idx, dim, pos, what, lower), idx,
+                         "indices computed after a variable write")
+
+    def value_check(self, check, v: Value, why: str) -> None:
+        """Place element check `check` of computed value `v` before anything is written: at
+        the end when no variable was written yet, else just before the first write when `v`
+        was complete by then (its elements cannot change afterwards: only variables are
+        written in place, and `v` is not one). A value computed after a variable write
+        raises Unsupported (`why`): its check could fail after the write."""
+        first = next((i for i, s in enumerate(self.stmts) if isinstance(s, AssignVar)), None)
+        if first is None:
+            self.stmts.append(check)
+            return
+        if v.kind == "var" or any(v in written_by(s) for s in self.stmts[first:]):
+            raise Unsupported(why)
+        self.stmts.insert(first, check)
+
+    def fail(self, pos: int, what: str) -> None:
+        """A check that always fails: these operands are invalid for op `pos` (the run goes
+        to the references, which raise TF's error)."""
+        self.checks.append(Check(1, ("const", 0), pos, what))
+
+    def rank(self, t) -> int:
+        """The rank of tensor `t` in this kernel (known from the classes of what flows in,
+        also where the graph's static shape has no rank)."""
+        return len(self.expr(t, shape_only=True).ones)
 
     def nonzero_divisor(self, op, pos: int, i: int, part: Operand) -> Operand:
         """Input `i` (an integer divisor) is checked for zeros before anything is written (the
@@ -464,16 +488,33 @@ class Lowerer:
         what = "Integer division by zero"
         if v.kind == "in":
             self.checks.append(NonZeroCheck(v, pos, what))
-        elif any(isinstance(st, AssignVar) for st in self.stmts):
-            raise Unsupported("integer divisor computed after a variable write")
         else:
-            self.stmts.append(NonZeroCheck(v, pos, what))
+            self.value_check(NonZeroCheck(v, pos, what), v,
+                             "integer divisor computed after a variable write")
         return Operand(Load(v), part.dtype, v.ones, v.dims, part.reads)
 
     # -- the kernel -------------------------------------------------------------------------
+    def always_fails(self) -> bool:
+        """Whether a check of two known dims that differ was added: operands some op refuses
+        (TF raises for them), so the kernel never computes anything."""
+        return any(isinstance(c, Check) and is_static(c.a) and is_static(c.b)
+                   and static_size(c.a) != static_size(c.b) for c in self.checks)
+
     def lower(self) -> Kernel:
         for pos, op in enumerate(self.ops):
-            self._lower_op(op, pos)
+            try:
+                self._lower_op(op, pos)
+            except Unsupported:
+                if not self.always_fails():
+                    raise
+                # an op refused these operands (its failing check is in place): the kernel
+                # is that check, and the references raise TF's error naming the op
+                fails = [c for c in self.checks if isinstance(c, Check)
+                         and is_static(c.a) and is_static(c.b)
+                         and static_size(c.a) != static_size(c.b)]
+                return Kernel(self.kinputs, self.kvars, fails[:1], [],
+                              [Lit(0, t.dtype.name) for t in self.outputs],
+                              [op.name for op in self.ops], [op.type for op in self.ops], 0)
         results = []
         seen = set()
         end = max(len(self.ops) - 1, 0)
@@ -636,6 +677,21 @@ class Lowerer:
             # this kernel first copies what still needs it (above), and a kernel result that
             # is the variable is returned as a copy (`lower`)
             self.info[out] = var
+
+
+def written_by(s) -> list:
+    """The Values IR statement `s` defines or writes (a view is its source's memory: a
+    statement writing the view writes the source too, and the reverse)."""
+    out = []
+    for name in ("out", "var"):
+        v = getattr(s, name, None)
+        if isinstance(v, Value):
+            out.append(v)
+    for name in ("outs",):
+        out.extend(v for v in getattr(s, name, None) or () if isinstance(v, Value))
+    if isinstance(s, View):
+        out.append(s.src)
+    return out
 
 
 def _shift_axes(e, k: int):

@@ -141,8 +141,8 @@ def _mm_examples():
 # -- lowering into the kernel IR ------------------------------------------------------------------
 def _lower_matmul(low, op, pos: int) -> None:
     """A contraction of two stored matrices (`ir.MatMul`); the inner sizes are checked."""
-    ta = bool(op.attrs.get("transpose_a"))
-    tb = bool(op.attrs.get("transpose_b"))
+    ta = bool(op.attrs.get("transpose_a", op.attrs.get("adj_x")))
+    tb = bool(op.attrs.get("transpose_b", op.attrs.get("adj_y")))
     a = low.value(op.inputs[0], pos)
     b = low.value(op.inputs[1], pos)
     if a.rank != 2 or b.rank != 2:
@@ -167,13 +167,18 @@ def _matmul_lowerable(op) -> bool:
 
 
 def _lower_batch_matmul(low, op, pos: int) -> None:
-    """BatchMatMulV2 as a sum over k of a[..., i, k] * b[..., k, j] (batch dims broadcast)."""
+    """BatchMatMulV2 as a sum over k of a[..., i, k] * b[..., k, j] (batch dims broadcast);
+    of two matrices (ranks the graph may not know), a BLAS product as MatMul."""
     out = op.outputs[0]
     if low.is_fed(out):
         return
-    a, b = low.stored(op.inputs[0], pos), low.stored(op.inputs[1], pos)
-    if a.rank < 2 or b.rank < 2:
+    if low.rank(op.inputs[0]) < 2 or low.rank(op.inputs[1]) < 2:
+        low.fail(pos, "In[0] and In[1] must have rank at least 2")
         raise Unsupported("batch matmul of vectors")
+    if (low.rank(op.inputs[0]) == 2 and low.rank(op.inputs[1]) == 2
+            and op.inputs[0].dtype.name in ("float32", "float64")):
+        return _lower_matmul(low, op, pos)
+    a, b = low.stored(op.inputs[0], pos), low.stored(op.inputs[1], pos)
     nb = max(a.rank, b.rank) - 2
     parts = [(None, None, v.ones[:-2], v.dims[:-2], None) for v in (a, b)]
     b_ones, b_dims = low.broadcast(parts, pos)
@@ -200,9 +205,7 @@ register("MatMul", infer=_matmul_infer, ref=_matmul_ref, grad=_matmul_grad, kind
          lower=_lower_matmul, lowerable=_matmul_lowerable,
          doc="a @ b for matrices; attrs transpose_a, transpose_b.", examples=_mm_examples())
 register("BatchMatMulV2", infer=_batch_infer, ref=_batch_ref, grad=_batch_grad, kind="matmul",
-         lower=_lower_batch_matmul,
-         lowerable=lambda op: all(t.shape.ndims is not None and t.shape.ndims >= 2
-                                  for t in op.inputs) and op.inputs[0].dtype.name != "bool",
+         lower=_lower_batch_matmul, lowerable=lambda op: op.inputs[0].dtype.name != "bool",
          doc="Matrix products over the last two axes; the leading (batch) axes broadcast.",
          examples=[Example(lambda a, b: matmul(a, b), [(2, 3, 4), (2, 4, 5)], np.matmul,
                            ("float32", "float64", "int32"), id="batch"),

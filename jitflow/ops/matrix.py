@@ -12,6 +12,11 @@ from typing import Optional
 import numpy as np
 
 from jitflow.core import errors
+import builtins
+from functools import reduce as _reduce
+
+from jitflow.compiler.ir import X0, Apply, Arg, Index, Load, S, Take
+from jitflow.compiler.lower import Pending, Unsupported
 from jitflow.core.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.ops.registry import Example, register
 from jitflow.core.shapes import TensorShape
@@ -78,12 +83,80 @@ def _diag_part_infer(op):
     return [(op.inputs[0].dtype, TensorShape(d[:-2] + (k,)))]
 
 
+# -- lowering into the kernel IR ------------------------------------------------------------------
+_NUMERIC = ("float32", "float64", "int32", "int64")
+
+
+def _numeric_ranked(op, least: int) -> bool:
+    x = op.inputs[0]
+    return x.dtype.name in _NUMERIC and x.shape.ndims is not None and x.shape.ndims >= least
+
+
+def _lower_on_diagonal(low, op, pos: int) -> None:
+    """Diag (rank k -> 2k) and MatrixDiag (the last axis -> the last two): the input where the
+    paired output indices are equal, else 0; an expression inlined into the consumer."""
+    out = op.outputs[0]
+    x = low.expr(op.inputs[0])
+    r = len(x.ones)
+    if r == 0:
+        raise Unsupported("diagonal of a scalar")
+    if op.type == "Diag":
+        ones, dims, axes = x.ones + x.ones, x.dims + x.dims, tuple(builtins.range(r))
+        pairs = [(k, r + k) for k in builtins.range(r)]
+    else:
+        ones, dims = x.ones + x.ones[-1:], x.dims + x.dims[-1:]
+        axes = tuple(builtins.range(r))
+        pairs = [(r - 1, r)]
+    if low.is_fed(out):
+        return
+    if x.ones == (True,) * r and op.type == "Diag" or op.type == "MatrixDiag" and x.ones[-1]:
+        expr = x.expr   # one element per diagonal: the input itself
+    else:
+        src = low.stored(op.inputs[0], pos)
+        idx = sorted({a for p in pairs for a in p})
+        args = [Load(src, axes)] + [Index(a) for a in idx]
+        at = {a: Arg(1 + n) for n, a in enumerate(idx)}
+        cond = _reduce(S.and_, [S.eq(at[a], at[b]) for a, b in pairs])
+        expr = Apply(S.select(cond, X0, 0), args, x.dtype, pos)
+        return low.place(out, Pending(expr, x.dtype, ones, dims, low.reads_of(src), pos), pos)
+    low.place(out, Pending(expr, x.dtype, ones, dims, x.reads, pos), pos)
+
+
+def _lower_diag_part(low, op, pos: int) -> None:
+    """MatrixDiagPart: the input read at (batch..., i, i) for i below the smaller of the last
+    two sizes (`ir.Take`), inlined into the consumer."""
+    out = op.outputs[0]
+    src = low.stored(op.inputs[0], pos)
+    r = src.rank
+    if r < 2:
+        low.fail(pos, "input must be at least 2-dim")
+        raise Unsupported("diagonal part of a vector")
+    if low.is_fed(out):
+        return
+    m, n = src.ones[-2:], src.dims[-2:]
+    if m[0] or m[1]:
+        one, d = True, 1     # a unit dim of the class: min(1, size) is 1 unless size is 0
+        if not (m[0] and m[1]):
+            one, d = False, ("min", ("const", 1), n[1] if m[0] else n[0])
+    else:
+        one, d = False, ("min", n[0], n[1])
+    ones, dims = low.refine(out, src.ones[:-2] + (one,), src.dims[:-2] + (d,))
+    items = tuple(("fixed", ("const", 0)) if o else ("lin", ("const", 0), 1, k)
+                  for k, o in enumerate(src.ones[:-2]))
+    items += tuple(("fixed", ("const", 0)) if o else ("lin", ("const", 0), 1, r - 2)
+                   for o in m)
+    low.place(out, Pending(Take(src, items), src.dtype, ones, dims, low.reads_of(src), pos),
+              pos)
+
+
 register("MatrixDiag", infer=_matrix_diag_infer, ref=_matrix_diag_ref,
+         lower=_lower_on_diagonal, lowerable=lambda op: _numeric_ranked(op, 1), inline=(0,),
          grad=lambda op, g: [matrix_diag_part(g)], kind="other",
          doc="Batched square matrices with the input's last axis on the diagonal.",
          examples=[Example(lambda x: matrix_diag(x), [(2, 3)], lambda x: np.stack(
              [np.diag(r) for r in x]))])
-register("MatrixDiagPart", infer=_diag_part_infer,
+register("MatrixDiagPart", infer=_diag_part_infer, lower=_lower_diag_part,
+         lowerable=lambda op: _numeric_ranked(op, 2),
          ref=lambda op, x: np.diagonal(np.asarray(x), axis1=-2, axis2=-1).copy(),
          grad=lambda op, g: [matrix_set_diag(_zeros_like(op.inputs[0]), g)], kind="other",
          doc="The main diagonals of batched matrices.",
@@ -154,7 +227,8 @@ def _diag_part_ref(op, x):
     return np.diagonal(x.reshape(n, n)).reshape(x.shape[:k]).copy()
 
 
-register("Diag", infer=_diag_infer, ref=_diag_ref,
+register("Diag", infer=_diag_infer, ref=_diag_ref, lower=_lower_on_diagonal,
+         lowerable=lambda op: _numeric_ranked(op, 1), inline=(0,),
          grad=lambda op, g: [diag_part(g)], kind="other",
          doc="A tensor of rank 2k with the rank-k input on its diagonal.",
          examples=[Example(lambda x: diag(x), [(3,)], lambda x: np.diag(x))])

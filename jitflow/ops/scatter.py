@@ -7,6 +7,8 @@ from typing import Optional
 
 import numpy as np
 
+from jitflow.compiler.ir import X0, Alloc, Apply, Check, Lit, Load, Region, S
+from jitflow.compiler.lower import Unsupported
 from jitflow.core.graph import Tensor, convert_to_tensor, make_op, name_scope
 from jitflow.ops._array_args import _args, _err, _int_list_arg, _shape_of, _tf_shape
 from jitflow.ops.slicing import _gather_nd_index, gather, gather_nd
@@ -118,8 +120,48 @@ def _ids_mask_ref(op, ids, data):
 register("SegmentIdsMask", infer=_ids_mask_infer, ref=_ids_mask_ref, differentiable=False,
          kind="other",
          doc="1 where a segment id is kept (>= 0), shaped to broadcast against the data.")
+def _lower_segment_sum(low, op, pos: int) -> None:
+    """A zero-filled output and one `ir.Region` adding each data row at its segment id (in
+    data order, as the reference's np.add.at): ids >= num_segments fail the kernel's check
+    (the references raise TF's error); negative ids are skipped (`Region.where`)."""
+    out = op.outputs[0]
+    data, ids = op.inputs
+    d = low.expr(data)
+    iv = low.value(ids, pos)
+    ri = iv.rank
+    if len(d.ones) < ri:
+        low.fail(pos, "data.shape does not start with segment_ids.shape")
+        raise Unsupported("segment ids of a higher rank than the data")
+    for k in builtins.range(ri):
+        if iv.ones[k] != d.ones[k] or iv.dims[k] != d.dims[k]:
+            low.checks.append(Check(iv.dims[k], d.dims[k], pos,
+                                    "data.shape does not start with segment_ids.shape"))
+    n = int(op.attrs["num_segments"])
+    low.range_check(iv, ("const", n), pos, "segment_ids is out of range", lower=False)
+    if low.is_fed(out):
+        return
+    dt = d.dtype
+    ones = (n == 1,) + d.ones[ri:]
+    dims = (1 if n == 1 else ("const", n),) + d.dims[ri:]
+    v = low.buf(dt, ones, dims)
+    low.emit(Alloc(v, Lit(0, dt), pos))
+    axes = tuple(builtins.range(ri))
+    items = (("take", iv, axes) if ri else ("fixed", ("const", 0)),) + tuple(
+        ("lin", ("const", 0), 1, k) for k in builtins.range(ri, len(d.ones)))
+    keep = Apply(S.ge(X0, 0), [Load(iv, axes if ri else None)], "bool", pos, False,
+                 iv.dtype)
+    low.emit(Region(v, d.expr, d.dims, d.ones, items, "add", pos, keep))
+    low.set(out, v)
+
+
+def _segment_lowerable(op) -> bool:
+    data, ids = op.inputs
+    return (ids.shape.ndims is not None and data.shape.ndims is not None
+            and data.dtype.name != "bool" and ids.shape.ndims >= 1)
+
+
 register("UnsortedSegmentSum", infer=_segment_infer, ref=_segment_ref, grad=_segment_grad,
-         kind="other",
+         kind="other", lower=_lower_segment_sum, lowerable=_segment_lowerable, inline=(0,),
          examples=[Example(build=lambda d, i: unsorted_segment_sum(d, i, 4),
                            inputs=[(5, 2), (5,)], dtypes=(("float32", "int32"),),
                            domain="index", index_max=4,

@@ -10,8 +10,9 @@ import numpy as np
 from jitflow.core import dtypes as _dtypes
 from jitflow.compiler import lower as _lower
 from jitflow.compiler.ir import (Check, CopyVar, DimValue,
-                                 Lit, Load, View)
-from jitflow.compiler.lower import (Pending, ShapeInfo, Unsupported, is_static, static_size)
+                                 Lit, Load, Take, View)
+from jitflow.compiler.lower import (Operand as _Operand, Pending, ShapeInfo, Unsupported,
+                                    is_static, static_size)
 from jitflow.core.graph import Tensor, convert_to_tensor, make_op
 from jitflow.ops._array_args import _args, _err, _int_list_arg, _partial_shape, _tf_shape
 from jitflow.ops.registry import Example, register
@@ -71,7 +72,7 @@ def _ranked(*ts) -> bool:
 
 
 register("Shape", infer=_shape_infer,
-         lower=_lower_shape, lowerable=lambda op: _ranked(op.inputs[0]), shape_only=(0,),
+         lower=_lower_shape, shape_only=(0,),
          inline=True,
          ref=lambda op, x: np.array(np.shape(x), op.attrs["out_type"].as_numpy_dtype),
          differentiable=False, kind="shape",
@@ -79,7 +80,7 @@ register("Shape", infer=_shape_infer,
                            expect=lambda x: np.array([2, 3]))])
 register("ShapeN", infer=lambda op: [(op.attrs["out_type"], TensorShape([t.shape.ndims]))
                                      for t in op.inputs],
-         lower=_lower_size_rank, lowerable=lambda op: _ranked(*op.inputs),
+         lower=_lower_size_rank,
          shape_only=builtins.range(1 << 16),
          ref=lambda op, *xs: tuple(np.array(np.shape(x), op.attrs["out_type"].as_numpy_dtype)
                                    for x in xs),
@@ -87,12 +88,12 @@ register("ShapeN", infer=lambda op: [(op.attrs["out_type"], TensorShape([t.shape
          examples=[Example(build=lambda x, y: shape_n([x, y])[1], inputs=[(2,), (4, 1)],
                            expect=lambda x, y: np.array([4, 1]))])
 register("Size", infer=lambda op: [(op.attrs["out_type"], TensorShape([]))],
-         lower=_lower_size_rank, lowerable=lambda op: _ranked(*op.inputs), shape_only=(0,),
+         lower=_lower_size_rank, shape_only=(0,),
          ref=lambda op, x: np.array(np.size(x), op.attrs["out_type"].as_numpy_dtype),
          differentiable=False, kind="shape",
          examples=[Example(build=lambda x: size(x), inputs=[(2, 3)], expect=lambda x: 6)])
 register("Rank", infer=lambda op: [(_dtypes.int32, TensorShape([]))],
-         lower=_lower_size_rank, lowerable=lambda op: _ranked(*op.inputs), shape_only=(0,),
+         lower=_lower_size_rank, shape_only=(0,),
          ref=lambda op, x: np.array(np.ndim(x), np.int32),
          differentiable=False, kind="shape",
          examples=[Example(build=lambda x: rank(x), inputs=[(2, 3, 1)], expect=lambda x: 3)])
@@ -207,66 +208,97 @@ def _reshape_like(g: Tensor, x: Tensor) -> Tensor:
     return reshape(g, shape(x))
 
 
+def _view_target(low, op, pos: int, ones: tuple, dims: tuple) -> tuple:
+    """(ones, dims) of the output of Reshape/ExpandDims/Squeeze of an operand of class
+    `ones`/`dims`, with the checks its sizes need (a failing one where TF raises)."""
+    r = len(ones)
+    if op.type == "ExpandDims":
+        a = op.attrs["axis"]
+        if not -r - 1 <= a <= r:
+            low.fail(pos, "Tried to expand dim index out of range")
+            a = 0
+        a = a if a >= 0 else a + r + 1
+        return ones[:a] + (True,) + ones[a:], dims[:a] + (1,) + dims[a:]
+    if op.type == "Squeeze":
+        axes = op.attrs["squeeze_dims"]
+        if not axes:
+            # every dim of size 1: the class knows the sizes of what flows in; a computed size
+            # that is 1 at run time without the class knowing (a slice's length) must not be
+            # kept, so such kept dims are checked to differ from 1
+            axes = [k for k in builtins.range(r) if ones[k]]
+            for k in builtins.range(r):
+                if not ones[k] and not is_static(dims[k]) and dims[k][0] not in ("in", "var"):
+                    low.checks.append(Check(("ok", 1, dims[k], ("const", 2)), ("const", 0),
+                                            pos, "Squeeze of a dimension of size 1"))
+        if any(not -r <= a < r for a in axes):
+            low.fail(pos, "Tried to squeeze dim index out of range")
+            axes = []
+        axes = {a % r for a in axes}
+        for a in axes:
+            if not ones[a]:
+                low.checks.append(Check(dims[a], 1, pos, "Can not squeeze dim: expected a "
+                                                         "dimension of 1"))
+        return (tuple(o for k, o in enumerate(ones) if k not in axes),
+                tuple(d for k, d in enumerate(dims) if k not in axes))
+    if len(op.inputs) == 2:
+        inf = low.shape_info(op.inputs[1])
+        if inf is None:
+            raise Unsupported("reshape to a computed shape")
+        if inf.dims != dims:
+            low.checks.append(Check(("prod", dims), ("prod", inf.dims), pos,
+                                    "Input to reshape has the wrong number of values"))
+        return inf.ones, inf.dims
+    want = [int(d) for d in op.attrs["shape"]]
+    known = 1
+    for d in want:
+        if d != -1:
+            known *= d
+    if want.count(-1) > 1 or known == 0 and -1 in want:
+        raise Unsupported("reshape target")
+    if -1 in want:
+        low.checks.append(Check(("mod", dims, known), ("const", 0), pos,
+                                "Input to reshape has a size that does not divide"))
+        static = op.outputs[0].shape.as_tuple() or (None,) * len(want)
+        # a -1 that static shapes already know to be 1 (or the only element of a scalar)
+        # is a unit dim of the class
+        if r == 0 or any(d == -1 and static[k] == 1 for k, d in enumerate(want)):
+            want = [1 if d == -1 else d for d in want]
+            low.checks.append(Check(("prod", dims), ("const", known), pos,
+                                    "Input to reshape has the wrong number of values"))
+        out = tuple(("div", dims, known) if d == -1 else (1 if d == 1 else ("const", d))
+                    for d in want)
+    else:
+        low.checks.append(Check(("prod", dims), ("const", known), pos,
+                                "Input to reshape has the wrong number of values"))
+        out = tuple(1 if d == 1 else ("const", d) for d in want)
+    return tuple(d == 1 for d in out), out
+
+
 def _lower_view(low, op, pos: int) -> None:
-    """Reshape, ExpandDims, Squeeze: the stored input with other dims (`ir.View`)."""
-    src = low.value(op.inputs[0], pos)
-    if src.rank == 0:
-        raise Unsupported("view of a scalar")
+    """Reshape, ExpandDims, Squeeze: the stored input with other dims (`ir.View`); to or from
+    a scalar, its one element (an expression)."""
+    x, out = op.inputs[0], op.outputs[0]
+    part = low.expr(x, shape_only=True)
+    ones, dims = _view_target(low, op, pos, part.ones, part.dims)
+    if low.is_fed(out):
+        return
+    if not part.ones or not ones:
+        # one element: the scalar itself, or the element of a tensor whose dims are all 1
+        # (those the class does not know to be 1 are checked by the prod check above)
+        if part.ones:
+            src = low.stored(x, pos)
+            expr = Take(src, tuple(("fixed", ("const", 0)) for _ in src.ones))
+            reads = low.reads_of(src)
+        else:
+            e = low.expr(x)
+            expr, reads = e.expr, e.reads
+        low.identity_of(op, pos, _Operand(expr, part.dtype, ones, dims, reads), ones, dims)
+        return
+    src = low.value(x, pos)
     if src.kind == "var":
         c = low.buf(src.dtype, src.ones, src.dims)
         low.emit(CopyVar(c, src, pos))
         src = c
-    r = src.rank
-    if op.type == "ExpandDims":
-        a = op.attrs["axis"]
-        a = a if a >= 0 else a + r + 1
-        ones = src.ones[:a] + (True,) + src.ones[a:]
-        dims = src.dims[:a] + (1,) + src.dims[a:]
-    elif op.type == "Squeeze":
-        axes = op.attrs["squeeze_dims"]
-        if not axes:
-            axes = [k for k in builtins.range(r) if src.ones[k]]
-        axes = {a % r for a in axes}
-        if any(not src.ones[a] for a in axes):
-            raise Unsupported("squeeze of a dimension that is not 1")
-        ones = tuple(o for k, o in enumerate(src.ones) if k not in axes)
-        dims = tuple(d for k, d in enumerate(src.dims) if k not in axes)
-    elif len(op.inputs) == 2:
-        inf = low.shape_info(op.inputs[1])
-        if inf is None:
-            raise Unsupported("reshape to a computed shape")
-        dims, ones = inf.dims, inf.ones
-        if dims != src.dims:
-            low.checks.append(Check(("prod", src.dims), ("prod", dims), pos,
-                                    "Input to reshape has the wrong number of values"))
-    else:
-        want = [int(d) for d in op.attrs["shape"]]
-        known = 1
-        for d in want:
-            if d != -1:
-                known *= d
-        if want.count(-1) > 1 or known == 0 and -1 in want:
-            raise Unsupported("reshape target")
-        if -1 in want:
-            low.checks.append(Check(("mod", src.dims, known), ("const", 0), pos,
-                                    "Input to reshape has a size that does not divide"))
-            static = op.outputs[0].shape.as_tuple() or (None,) * len(want)
-            # a -1 that static shapes already know to be 1 is a unit dim of the class
-            if any(d == -1 and static[k] == 1 for k, d in enumerate(want)):
-                want = [1 if d == -1 else d for d in want]
-                low.checks.append(Check(("prod", src.dims), ("const", known), pos,
-                                        "Input to reshape has the wrong number of values"))
-            dims = tuple(("div", src.dims, known) if d == -1 else (1 if d == 1 else
-                                                                   ("const", d))
-                         for d in want)
-        else:
-            low.checks.append(Check(("prod", src.dims), ("const", known), pos,
-                                    "Input to reshape has the wrong number of values"))
-            dims = tuple(1 if d == 1 else ("const", d) for d in want)
-        ones = tuple(d == 1 for d in want)
-    out = op.outputs[0]
-    if low.is_fed(out):
-        return
     v = low.buf(src.dtype, ones, dims)
     v.view = True
     low.emit(View(v, src, pos))
@@ -274,13 +306,9 @@ def _lower_view(low, op, pos: int) -> None:
 
 
 def _view_lowerable(op) -> bool:
-    r = op.inputs[0].shape.ndims
-    ro = op.outputs[0].shape.ndims
-    if r is None or ro is None or r == 0 or ro == 0:
-        return False
+    if op.type == "Reshape" and len(op.inputs) == 2:
+        return op.inputs[1].op.type == "Shape" and _lower.supported(op.inputs[1].op)
     if op.type == "Reshape":
-        if len(op.inputs) == 2:
-            return op.inputs[1].op.type == "Shape" and _lower.supported(op.inputs[1].op)
         return op.attrs.get("shape") is not None
     return len(op.inputs) == 1
 
@@ -354,16 +382,25 @@ def _transpose_grad(op, g):
 
 def _lower_transpose(low, op, pos: int) -> None:
     """A load of the stored input with permuted loop axes (`Load.axes`), inlined."""
-    src = low.value(op.inputs[0], pos)
-    r = src.rank
+    x, out = op.inputs[0], op.outputs[0]
+    r = low.rank(x)
     perm = op.attrs.get("perm")
+    if perm is not None and (len(perm) != r or sorted(int(p) % r if -r <= p < r else -1
+                                                      for p in perm) != list(builtins.range(r))):
+        low.fail(pos, "Transpose: not a permutation of the input's dimensions")
+        perm = None
+    if r == 0:
+        if not low.is_fed(out):
+            e = low.expr(x)
+            low.identity_of(op, pos, e, (), ())
+        return
+    src = low.value(x, pos)
     perm = tuple(builtins.range(r - 1, -1, -1)) if perm is None else tuple(int(p) % r for p in perm)
     inv = [0] * r
     for j, p in enumerate(perm):
         inv[p] = j
     ones = tuple(src.ones[p] for p in perm)
     dims = tuple(src.dims[p] for p in perm)
-    out = op.outputs[0]
     if low.is_fed(out):
         return
     low.place(out, Pending(Load(src, tuple(inv)), src.dtype, ones, dims, low.reads_of(src),
@@ -371,9 +408,7 @@ def _lower_transpose(low, op, pos: int) -> None:
 
 
 def _transpose_lowerable(op) -> bool:
-    r = op.inputs[0].shape.ndims
-    ro = op.outputs[0].shape.ndims
-    return r is not None and ro is not None and r != 0 and ro != 0 and len(op.inputs) == 1
+    return len(op.inputs) == 1
 
 
 def _transpose_ref(op, x, perm=None):

@@ -10,7 +10,7 @@ import numpy as np
 
 from jitflow.core import dtypes as _dtypes
 from jitflow.compiler import lower as _lower
-from jitflow.compiler.ir import (X0, X1, X2, X3, Apply, Const, Index, Lit, Load, S)
+from jitflow.compiler.ir import (X0, X1, X2, X3, Apply, Arg, Const, Index, Lit, Load, S)
 from jitflow.compiler.lower import Pending, Unsupported, const_dim
 from jitflow.core.graph import Tensor, convert_to_tensor, get_default_graph, make_op, name_scope
 from jitflow.ops._array_args import (get_static_value, _args, _const, _err, _int_list_arg,
@@ -426,8 +426,37 @@ def _linspace_ref(op, start, stop):
         op.outputs[0].dtype.as_numpy_dtype)
 
 
+def _lower_linspace(low, op, pos: int) -> None:
+    """NumPy's linspace arithmetic in float64 at each position i (start + i * step, or
+    start + i / div * delta when the step underflows to 0; the last element is stop), cast to
+    the output dtype: the same bits as the reference, inlined into the consumer."""
+    out = op.outputs[0]
+    if low.is_fed(out):
+        return
+    num = int(op.attrs["num"])
+    a, b = (low.expr(t) for t in op.inputs[:2])
+    wide = [Apply(S.cast(X0), [e.expr], "float64", pos, True) for e in (a, b)]
+    i = Apply(S.cast(X0), [Index(0)], "float64", pos, True)
+    dt = out.dtype.name
+    if num == 1:
+        # div is 0: numpy multiplies by delta (0 * delta + start)
+        expr = Apply(S.add(S.mul(X2, S.sub(X1, X0)), X0), wide + [i], dt, pos, True)
+    else:
+        div = Lit(float(num - 1), "float64")
+        step = S.div(S.sub(X1, X0), X3)
+        y = S.add(S.select(S.eq(step, 0.0), S.mul(S.div(X2, X3), S.sub(X1, X0)),
+                           S.mul(X2, step)), X0)
+        last = Lit(float(num - 1), "float64")
+        expr = Apply(S.select(S.eq(X2, Arg(4)), X1, y), wide + [i, div, last], dt, pos, True,
+                     "float64")
+    low.place(out, Pending(expr, dt, (num == 1,), (1 if num == 1 else ("const", num),),
+                           a.reads | b.reads, pos), pos)
+
+
 register("LinSpace", infer=_linspace_infer, ref=_linspace_ref, differentiable=False,
-         kind="other",
+         kind="other", lower=_lower_linspace, inline=(0, 1),
+         lowerable=lambda op: int(op.attrs["num"]) >= 1
+         and all(t.shape.ndims == 0 for t in op.inputs[:2]),
          examples=[Example(build=lambda a, b: linspace(a, b, 5), inputs=[(), ()],
                            expect=lambda a, b: np.linspace(a, b, 5))])
 

@@ -87,6 +87,7 @@ class Executable(ProgramExecutable):
             # Shapes the kernel was not generated for (or invalid ones): the interpreter
             # gives the answer, or the error TF1 gives, naming the op.
             undraw(drawn)
+            STATS["checks_failed"] = STATS.get("checks_failed", 0) + 1
             op, what = e.args
             if self.debug >= 1:
                 config.debug(f"{op.name} ({op.type}): {what}; running this step op by op")
@@ -416,9 +417,11 @@ class Executable(ProgramExecutable):
             if c is REFERENCES or c.broken:
                 raise UseReferences()
             out = self._call_fastest(c, ins, bufs, seg)
-        except (UseReferences, CheckFailed):
+        except (UseReferences, CheckFailed) as e:
             # no kernel for these inputs (or shapes it cannot take): the references give the
             # values, or the error TF1 gives, naming the op
+            if isinstance(e, CheckFailed):
+                STATS["checks_failed"] = STATS.get("checks_failed", 0) + 1
             env = dict(zip(seg.in_tensors, ins))
             with np.errstate(all="ignore"):
                 run_steps(seg.ops, env, ctx)

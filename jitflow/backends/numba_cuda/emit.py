@@ -236,6 +236,9 @@ class _Writer:
             self.elementwise(s.out, s.fill, s.op)
 
     def region(self, s: Region) -> None:
+        if s.where is not None:
+            raise Unemittable([s.op], "no CUDA emitter for a region stored where a condition "
+                                      "holds")
         kern = self.new(s.op)
         n = _size(s.dims, s.ones)
         kern.emit(1, f"for q in range(cuda.grid(1), {n}, cuda.gridsize(1)):")
@@ -256,7 +259,8 @@ class _Writer:
         self.hemit(f"    raise ValueError(\"{ERROR_PREFIX}{op}:{what}\")", op)
 
     def range_check(self, c: RangeCheck) -> None:
-        self.element_check(c.value, f"(q < 0) | (q >= {_dim(c.dim)})", c.op, c.what)
+        bad = f"(q >= {_dim(c.dim)})"
+        self.element_check(c.value, f"(q < 0) | {bad}" if c.lower else bad, c.op, c.what)
 
     def nonzero(self, c: NonZeroCheck) -> None:
         self.element_check(c.value, "q == 0", c.op, c.what)
