@@ -7,7 +7,8 @@
 - `windowlib.py`   convolutions, depthwise convolutions, pooling and gradients (`LibCall`);
 - `vendor.py`      the vendor GEMM float products call (CuPy's cuBLAS), or none: tiled kernel;
 - `driver.py`      `CudaBackend`: plans split as numba_cpu splits them, device-resident
-                   variables, pinned staged transfers on one stream, host fallback (with one warning) for ops it cannot emit.
+                   variables, pinned staged transfers on one stream, host fallback (with
+                   one warning) for ops it cannot emit.
 
 Importing this package does not import Numba; creating the backend does (and fails with a
 message saying how to get a GPU or the simulator when neither is there).

@@ -91,6 +91,7 @@ class _Runtime:
         self._staging: dict = {}           # (direction, shape, dtype) -> [pinned buffers]
         self._taken: dict = {}             # the same keys -> buffers handed out in this run
         self.pinned_allocations = 0        # pinned buffers allocated so far (tests read it)
+        self.depth = 0                     # runs in progress (nested: control-flow bodies)
         from jitflow.backends.numba_cuda import vendor
         self.blas = vendor.choose(sim)     # a vendor GEMM, or None: the tiled kernel
 
@@ -131,13 +132,22 @@ class _Runtime:
     def host(self, d) -> np.ndarray:
         """`d`'s value on the host now (waits for the stream: host work inside a run)."""
         a = d.copy_to_host(stream=self.stream)
-        self.stream.synchronize()
+        self._sync()
         return a
 
     # -- staged transfers -------------------------------------------------------------------
-    def begin_run(self) -> None:
-        """Every staging buffer is free again (the last run synchronized)."""
-        self._taken.clear()
+    def begin_run(self, outermost: bool) -> None:
+        """A run starts: output buffers are free (a run reads its staged fetches before it
+        returns); input buffers too when no run is in progress (else only after the stream's
+        next synchronization, see _sync)."""
+        for key in [k for k in self._taken if outermost or k[0] == "out"]:
+            del self._taken[key]
+
+    def _sync(self) -> None:
+        """Wait for the stream; every input copy is done, so their buffers are free."""
+        self.stream.synchronize()
+        for key in [k for k in self._taken if k[0] == "in"]:
+            del self._taken[key]
 
     def _pinned(self, way: str, shape: tuple, dtype) -> np.ndarray:
         key = (way, shape, np.dtype(dtype).str)
@@ -172,7 +182,7 @@ class _Runtime:
 
     def finish(self) -> None:
         """The run's one synchronization: every copy and launch on the stream is done."""
-        self.stream.synchronize()
+        self._sync()
 
 
 class _Module:
@@ -260,8 +270,16 @@ class CudaExecutable(ProgramExecutable):
 
     # -- running ----------------------------------------------------------------------------
     def __call__(self, feed_values, store):
-        with self.backend.rt.lock:
-            return self._call(feed_values, store)
+        rt = self.backend.rt
+        with rt.lock:
+            # a control-flow body's run inside a run must not reuse an input buffer whose
+            # copy may still be in flight (see begin_run)
+            rt.depth += 1
+            try:
+                rt.begin_run(rt.depth == 1)
+                return self._call(feed_values, store)
+            finally:
+                rt.depth -= 1
 
     def _call(self, feed_values, store):
         for _ in range(len(self.plan.ops) + 1):
@@ -291,7 +309,6 @@ class CudaExecutable(ProgramExecutable):
         ctx = RunContext(store)
         shape_key = tuple(np.shape(a) for a in feed_values)
         saved = {}
-        rt.begin_run()
         if shape_key not in self.ok_shapes:
             # the first run of these shapes: a failing check restores what it wrote
             saved = {v: rt.copy(self._var_dev(v, store, ctx)) for v in self.written}

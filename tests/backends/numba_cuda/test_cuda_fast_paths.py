@@ -67,6 +67,28 @@ def test_feeds_and_fetches_go_through_reused_pinned_buffers():
         assert rt.pinned_allocations == 6
 
 
+def test_loop_bodies_reuse_staging_buffers_however_many_iterations():
+    x = tf.placeholder(tf.float32, [3])
+    n = tf.placeholder(tf.int32, [])
+    _, v = tf.while_loop(lambda i, v: i < n, lambda i, v: (i + 1, v * 2.0 + x),
+                         [tf.constant(0), x])
+    y = v + x
+    xv = np.array([1, 2, 3], np.float32)
+
+    def want(k):
+        r = xv
+        for _ in range(k):
+            r = r * 2 + xv
+        return r + xv
+    with tf.Session(backend="cuda") as sess:
+        rt = sess._backend.rt
+        np.testing.assert_array_equal(sess.run(y, {x: xv, n: 3}), want(3))
+        first = rt.pinned_allocations
+        np.testing.assert_array_equal(sess.run(y, {x: xv, n: 9}), want(9))
+        assert rt.pinned_allocations == first   # not one buffer per iteration
+        assert rt.depth == 0
+
+
 def test_staged_scalars_integers_and_empty_feeds_round_trip():
     s = tf.placeholder(tf.float64, [])
     i = tf.placeholder(tf.int32, [None])
@@ -296,3 +318,22 @@ def test_a_lenet_style_cnn_trains_fully_on_the_device_to_the_cpu_losses():
                     ctx.__exit__(None, None, None)
     np.testing.assert_allclose(losses["cuda"], losses["numba"], rtol=1e-4)
     assert losses["cuda"][-1] < losses["cuda"][0]
+
+
+@pytest.mark.skipif(not REAL, reason="CuPy's cuBLAS needs a real GPU (JITFLOW_CUDA_REAL=1)")
+def test_on_a_gpu_with_cupy_products_run_through_cublas_and_match_the_cpu():
+    pytest.importorskip("cupy", reason="CuPy is not installed (the cuda-libs extra)")
+    from jitflow.backends.numba_cuda import vendor
+    rng = np.random.default_rng(6)
+    a = tf.placeholder(tf.float32, [None, 70])
+    w = tf.Variable(rng.standard_normal((50, 70)).astype(np.float32))
+    y = tf.matmul(tf.matmul(a, w, transpose_b=True), w)
+    av = rng.standard_normal((33, 70)).astype(np.float32)
+    with tf.Session(backend="cuda") as sess:
+        assert isinstance(sess._backend.rt.blas, vendor.CupyGemm)
+        sess.run(tf.global_variables_initializer())
+        got = sess.run(y, {a: av})
+    with tf.Session(backend="numba") as sess:
+        sess.run(tf.global_variables_initializer())
+        want = sess.run(y, {a: av})
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
