@@ -92,11 +92,13 @@ exit-check: $(STAMP)
 bench-quick: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/run.py --quick
 
-# GPU figures (needs an NVIDIA GPU): fused chain 1e7/1e8 f32 and MLP steps at batch 1024/8192,
-# cuda against the numba CPU backend and CuPy where it installs; results in benchmarks/results/
+# GPU figures (needs an NVIDIA GPU): fused chain 1e7/1e8 f32, pinned copies, MLP steps at batch
+# 1024/8192 and a LeNet-style CNN + Adam step at batch 128, cuda against the numba CPU backend
+# and CuPy where it installs (the cuda-libs extra: also the vendor GEMM products call);
+# results in benchmarks/results/. benchmarks/gpu_check.sh runs the GPU tests and this at once.
 bench-cuda: $(BENCH_STAMP)
 	$(BIN)/python -m pip install -q -e '.[cuda]'
-	-$(BIN)/python -m pip install -q cupy-cuda12x
+	-$(BIN)/python -m pip install -q -e '.[cuda-libs]'
 	JITFLOW_CUDA_REAL=1 NUMBA_ENABLE_CUDASIM=0 $(BIN)/python benchmarks/cuda_bench.py
 
 lint: $(STAMP)

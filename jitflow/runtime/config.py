@@ -91,6 +91,9 @@ VARS: dict = {v.name: v for v in [
         _int),
     Var("JITFLOW_CUDA_TILE", None, "matmul tile of the CUDA backend (default 16; 4 on the "
         "simulator)", _int),
+    Var("JITFLOW_CUDA_BLAS", "auto", "the CUDA backend's float products: `auto` CuPy's cuBLAS "
+        "where it imports and sees a GPU (not on the simulator), `cupy` that or an error, "
+        "`none` the tiled kernel", _lower, ("auto", "cupy", "none")),
 ]}
 
 

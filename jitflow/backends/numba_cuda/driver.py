@@ -5,8 +5,10 @@ segments, reference steps, hoisted random ops, deferred host ops), lowers each s
 same kernel IR and emits it with emit.py. Variables stay resident on the device between runs
 (the session's `VariableStore` holds the device copies; `Saver`, `Variable.load`, `eval` and
 export read host values, which copies them back): a run uploads its feeds and downloads only
-its fetches. An op whose IR this backend cannot emit yet (convolutions and pooling) runs on the
-host, with one warning naming it. Without an NVIDIA GPU and without Numba's CUDA simulator
+its fetches, through pinned staging buffers on the session's one stream (a run synchronizes
+once, after its downloads). Convolutions and pooling run windowlib.py's kernels; float products
+call a vendor GEMM where vendor.py chose one. An op whose IR this backend cannot emit runs on
+the host, with one warning naming it. Without an NVIDIA GPU and without Numba's CUDA simulator
 (NUMBA_ENABLE_CUDASIM=1), creating the backend fails with an error saying how to get either.
 """
 from __future__ import annotations
@@ -66,9 +68,14 @@ def simulated() -> bool:
 
 
 class _Runtime:
-    """What generated host functions call: allocation, launch sizes, copies."""
+    """What generated host functions call: allocation, launch sizes, copies; and the session's
+    transfer machinery: one CUDA stream every copy and launch of a run goes on, and pinned
+    host staging buffers (reused across runs, keyed by shape and dtype) that feeds are copied
+    through on the way in and fetches on the way out, so a run synchronizes once, after its
+    last download (or where a host step needs a device value)."""
 
     def __init__(self, cuda, sim: bool) -> None:
+        import threading
         self.cuda = cuda
         self.sim = sim
         # the simulator runs every thread as a Python thread: few small blocks
@@ -79,9 +86,17 @@ class _Runtime:
         # worth a block of its own (see split)
         self.fill_blocks = 4 if sim else 1024
         self.per_thread = 2 if sim else 16
+        self.stream = cuda.stream()
+        self.lock = threading.RLock()      # one run at a time uses the stream and the staging
+        self._staging: dict = {}           # (direction, shape, dtype) -> [pinned buffers]
+        self._taken: dict = {}             # the same keys -> buffers handed out in this run
+        self.pinned_allocations = 0        # pinned buffers allocated so far (tests read it)
+        self.depth = 0                     # runs in progress (nested: control-flow bodies)
+        from jitflow.backends.numba_cuda import vendor
+        self.blas = vendor.choose(sim)     # a vendor GEMM, or None: the tiled kernel
 
     def empty(self, shape, dtype):
-        return self.cuda.device_array(shape, dtype)
+        return self.cuda.device_array(shape, dtype, stream=self.stream)
 
     def grid(self, n: int) -> int:
         return max(1, min((n + self.block - 1) // self.block, self.max_blocks))
@@ -104,17 +119,70 @@ class _Runtime:
                 max(1, min((m + t - 1) // t, self.max_blocks)))
 
     def upload(self, a: np.ndarray):
+        """A device copy of `a` (constants, variables: pageable memory, copied at once)."""
         a = np.ascontiguousarray(a)
-        return self.cuda.to_device(a.reshape(1) if a.ndim == 0 else a)
+        return self.cuda.to_device(a.reshape(1) if a.ndim == 0 else a, stream=self.stream)
 
     def copy(self, d):
-        out = self.cuda.device_array(d.shape, d.dtype)
+        out = self.cuda.device_array(d.shape, d.dtype, stream=self.stream)
         if d.size:
-            out.copy_to_device(d)
+            out.copy_to_device(d, stream=self.stream)
         return out
 
     def host(self, d) -> np.ndarray:
-        return d.copy_to_host()
+        """`d`'s value on the host now (waits for the stream: host work inside a run)."""
+        a = d.copy_to_host(stream=self.stream)
+        self._sync()
+        return a
+
+    # -- staged transfers -------------------------------------------------------------------
+    def begin_run(self, outermost: bool) -> None:
+        """A run starts: output buffers are free (a run reads its staged fetches before it
+        returns); input buffers too when no run is in progress (else only after the stream's
+        next synchronization, see _sync)."""
+        for key in [k for k in self._taken if outermost or k[0] == "out"]:
+            del self._taken[key]
+
+    def _sync(self) -> None:
+        """Wait for the stream; every input copy is done, so their buffers are free."""
+        self.stream.synchronize()
+        for key in [k for k in self._taken if k[0] == "in"]:
+            del self._taken[key]
+
+    def _pinned(self, way: str, shape: tuple, dtype) -> np.ndarray:
+        key = (way, shape, np.dtype(dtype).str)
+        pool = self._staging.setdefault(key, [])
+        k = self._taken.get(key, 0)
+        self._taken[key] = k + 1
+        if k == len(pool):
+            pool.append(self.cuda.pinned_array(shape, dtype))
+            self.pinned_allocations += 1
+        return pool[k]
+
+    def stage_in(self, a):
+        """A device array holding host value `a`, copied asynchronously on the stream from a
+        pinned staging buffer (the k-th feed of a shape and dtype in a run gets the k-th
+        buffer of that key, so no copy in flight is overwritten)."""
+        a = np.asarray(a)
+        shape = (1,) if a.ndim == 0 else a.shape
+        buf = self._pinned("in", shape, a.dtype)
+        np.copyto(buf, a.reshape(shape))
+        d = self.cuda.device_array(shape, a.dtype, stream=self.stream)
+        if a.size:
+            d.copy_to_device(buf, stream=self.stream)
+        return d
+
+    def stage_out(self, d) -> np.ndarray:
+        """Start copying device array `d` into a pinned staging buffer; the buffer holds the
+        value after `finish()`."""
+        buf = self._pinned("out", d.shape, d.dtype)
+        if d.size:
+            d.copy_to_host(buf, stream=self.stream)
+        return buf
+
+    def finish(self) -> None:
+        """The run's one synchronization: every copy and launch on the stream is done."""
+        self._sync()
 
 
 class _Module:
@@ -202,6 +270,18 @@ class CudaExecutable(ProgramExecutable):
 
     # -- running ----------------------------------------------------------------------------
     def __call__(self, feed_values, store):
+        rt = self.backend.rt
+        with rt.lock:
+            # a control-flow body's run inside a run must not reuse an input buffer whose
+            # copy may still be in flight (see begin_run)
+            rt.depth += 1
+            try:
+                rt.begin_run(rt.depth == 1)
+                return self._call(feed_values, store)
+            finally:
+                rt.depth -= 1
+
+    def _call(self, feed_values, store):
         for _ in range(len(self.plan.ops) + 1):
             try:
                 return self._run(feed_values, store)
@@ -248,13 +328,19 @@ class CudaExecutable(ProgramExecutable):
                             env[t] = self._host(t, dev[t])
                     run_reference_step(op, env, ctx)
                 results = []
+                staged = []
                 for t in plan.fetches:
                     if t in env:
                         results.append(env[t])
-                    elif t in dev:
-                        results.append(self._host(t, dev[t]))
+                    elif t in dev:   # copied out after the loop, once the stream is done
+                        staged.append((len(results), t, rt.stage_out(dev[t])))
+                        results.append(None)
                     else:   # a variable: its value after the run
                         results.append(np.array(ctx.read_var(t.op), copy=True))
+                rt.finish()
+                for i, t, buf in staged:
+                    a = np.array(buf, copy=True)
+                    results[i] = a.reshape(()) if t in self._rank0 else a
         except (CheckFailed, _Retry):
             for v, d in saved.items():
                 store.set_device(v, d, rt.host)
@@ -268,7 +354,7 @@ class CudaExecutable(ProgramExecutable):
         return results
 
     def _host(self, t, d) -> np.ndarray:
-        a = d.copy_to_host()
+        a = self.backend.rt.host(d)
         return a.reshape(()) if t in self._rank0 else a
 
     def _var_dev(self, v, store, ctx):
@@ -289,7 +375,7 @@ class CudaExecutable(ProgramExecutable):
         for t in seg.in_tensors:
             d = dev.get(t)
             if d is None:
-                d = dev[t] = rt.upload(env[t])
+                d = dev[t] = rt.stage_in(env[t])
             ins.append(d)
         bufs = [self._var_dev(v, store, ctx) for v in seg.var_ops]
         try:

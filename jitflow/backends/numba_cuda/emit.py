@@ -16,8 +16,9 @@ returns device arrays. Kernel shapes:
   outputs;
 - `View`, `CopyVar`, `ShapeOf` and element checks are host work on device arrays.
 
-`LibCall` (convolutions, pooling) has no CUDA emitter yet: `Unemittable` names its op, and the
-driver runs that op on the host.
+`LibCall` (convolutions, pooling and their gradients) calls windowlib.py's kernels; a routine
+it lacks raises `Unemittable` naming the op, and the driver runs that op on the host.
+`MatMul` calls the runtime's vendor GEMM (vendor.py) for float operands where one was chosen.
 """
 from __future__ import annotations
 
@@ -190,7 +191,8 @@ class _Writer:
     def launch(self, kern: _Kernel, grid: str, block: str, extra=(), indent: int = 0) -> None:
         params = list(dict.fromkeys(_names(kern.lines) + list(extra)))
         self.kernels.append(kern.text(params))
-        self.hemit(_IND * indent + f"{kern.name}[{grid}, {block}]({', '.join(params)})",
+        self.hemit(_IND * indent + f"{kern.name}[{grid}, {block}, rt.stream]"
+                   f"({', '.join(params)})",
                    kern.op)
 
     def alloc(self, v: Value) -> None:
@@ -266,7 +268,15 @@ class _Writer:
         self.element_check(c.value, "q == 0", c.op, c.what)
 
     def lib_call(self, s: LibCall) -> None:
-        raise Unemittable([s.op], f"no CUDA emitter for library routine {s.fn}")
+        """A window routine of windowlib.py (convolutions, pooling, their gradients)."""
+        from jitflow.backends.numba_cuda.windowlib import ROUTINES
+        if s.fn not in ROUTINES:
+            raise Unemittable([s.op], f"no CUDA emitter for library routine {s.fn}")
+        for o in s.outs:
+            self.alloc(o)
+        args = ", ".join(v.name for v in s.args)
+        outs = ", ".join(v.name for v in s.outs)
+        self.hemit(f"_wl.call({s.fn!r}, rt, [{args}], [{outs}], {tuple(s.params)!r})", s.op)
 
     # -- reductions --------------------------------------------------------------------------
     def reduce(self, s: Reduce) -> None:
@@ -473,7 +483,15 @@ class _Writer:
         kern.emit(3, f"if row < {m} and col < {n}:")
         kern.emit(4, f"{out.name}[row, col] = {_np(out.dtype)}(acc)")
         self.alloc(out)
-        self.launch(kern, f"rt.tiles({n}, {m})", f"({TILE}, {TILE})")
+        if out.dtype in ("float32", "float64") and a.dtype == b.dtype == out.dtype:
+            # a vendor GEMM where the runtime has one (vendor.py), else the tiled kernel
+            self.hemit("if rt.blas is not None:", op)
+            self.hemit(f"    rt.blas.matmul({a.name}, {b.name}, {out.name}, {s.ta}, {s.tb}, "
+                       "rt.stream)", op)
+            self.hemit("else:", op)
+            self.launch(kern, f"rt.tiles({n}, {m})", f"({TILE}, {TILE})", indent=1)
+        else:
+            self.launch(kern, f"rt.tiles({n}, {m})", f"({TILE}, {TILE})")
 
     # -- row ops ----------------------------------------------------------------------------
     def row(self, s: RowOp) -> None:
@@ -636,7 +654,8 @@ def generate_module(kernel: Kernel, block: int, tile: int, simulator: bool = Fal
     w.hemit("return (" + "".join(x + ", " for x in res) + ")")
     head = (("from jitflow.backends.numba_cuda import simmath as math\n" if simulator
              else "import math\n") + "\nimport numba\nimport numpy as np\nfrom numba import cuda\n"
-            "from jitflow.backends.numba_cuda import devlib as _dl\n\n"
+            "from jitflow.backends.numba_cuda import devlib as _dl\n"
+            "from jitflow.backends.numba_cuda import windowlib as _wl\n\n"
             f"{BLOCK} = {block}\n{TILE} = {tile}\n\n\n")
     return (head + "\n\n".join(w.kernels) + "\n\ndef run(ins, vs, rt):\n"
             + "\n".join(w.host) + "\n")
