@@ -363,12 +363,15 @@ def _reduce_block(rt) -> int:
 
 
 def _conv(kernel, rt, lhs, rhs, out, x_shape, f_shape, o_shape, params) -> None:
-    sh, sw, dh, dw, same = params
+    # conv2d's routines take the EXPLICIT padding before the first row and column after the
+    # five window parameters (nnlib.conv2d); the depthwise ones do not
+    sh, sw, dh, dw, same = params[:5]
+    eh, ew = params[5:7] if len(params) > 5 else (0, 0)
     _, h, w, _ = x_shape
     kh, kw = f_shape[0], f_shape[1]
     oh, ow = o_shape[1], o_shape[2]
-    ph = pad_before(h, oh, kh, sh, dh, bool(same))
-    pw = pad_before(w, ow, kw, sw, dw, bool(same))
+    ph = pad_before(h, oh, kh, sh, dh, bool(same)) + eh
+    pw = pad_before(w, ow, kw, sw, dw, bool(same)) + ew
     zero = out.dtype.type(0)
     total = int(np.prod(out.shape))
     if total == 0:
