@@ -4,7 +4,7 @@
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
+__version__ = "0.3.0"
 
 from jitflow import dtypes, errors  # noqa: E402,F401
 from jitflow.core.dtypes import (  # noqa: E402,F401

@@ -64,8 +64,8 @@ def test_versions():
     # the TF API jitflow implements: TF1 programs take their graph-mode branch on it
     assert tf.VERSION == tf.version.VERSION == tf.compat.v1.VERSION == "1.15.5"
     assert tf.VERSION.startswith("1.") and int(tf.VERSION.split(".")[0]) < 2
-    assert tf.__version__ == "0.1.0" != tf.VERSION      # the package keeps its own version
-    assert tf.GIT_VERSION == tf.version.GIT_VERSION == "jitflow-v0.1.0"
+    assert tf.__version__ == "0.3.0" != tf.VERSION      # the package keeps its own version
+    assert tf.GIT_VERSION == tf.version.GIT_VERSION == "jitflow-v0.3.0"
     import llvmlite
     assert tf.COMPILER_VERSION == tf.version.COMPILER_VERSION == f"llvmlite {llvmlite.__version__}"
     assert tf.GRAPH_DEF_VERSION == tf.version.GRAPH_DEF_VERSION == 27
