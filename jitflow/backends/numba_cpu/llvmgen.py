@@ -289,30 +289,37 @@ class _Printer:
         return self.conversion(op, args[0], dt)
 
     def conversion(self, op: str, a, dt: str) -> str:
-        v = self.x(a)
-        fr = a.dt
+        return self.convert(op, a.dt, dt, self.x(a), 0)
+
+    def convert(self, op: str, fr: str, dt: str, v: str, lanes: int) -> str:
+        """A conversion of `v` (dtype `fr`) to `dt`, of scalars (lanes 0) or `<lanes x T>`
+        vectors."""
+        def w(t: str) -> str:
+            return f"<{lanes} x {t}>" if lanes else t
+        zero = "zeroinitializer" if lanes else ("0.0" if fr in FLOATS else "0")
         if op == "fpext":
-            return self.op(f"fpext float {v} to double")
+            return self.op(f"fpext {w('float')} {v} to {w('double')}")
         if op == "fptrunc":
-            return self.op(f"fptrunc double {v} to float")
+            return self.op(f"fptrunc {w('double')} {v} to {w('float')}")
         if op == "sitofp":
-            return self.op(f"sitofp i64 {v} to {_FT[dt]}")
+            return self.op(f"sitofp {w('i64')} {v} to {w(_FT.get(dt, 'double'))}")
         if op == "uitofp":
-            return self.op(f"uitofp i1 {v} to {_FT[dt]}")
+            return self.op(f"uitofp {w('i1')} {v} to {w(_FT.get(dt, 'double'))}")
         if op == "fptosi":
-            return self.op(f"fptosi {_FT[fr]} {v} to i64")
+            return self.op(f"fptosi {w(_REG[fr])} {v} to {w('i64')}")
         if op == "zext":
-            return self.op(f"zext i1 {v} to i64")
+            return self.op(f"zext {w('i1')} {v} to {w('i64')}")
         if op == "tobool":
             if fr in FLOATS:
-                return self.op(f"fcmp une {_FT[fr]} {v}, 0.0")
-            return self.op(f"icmp ne i64 {v}, 0")
+                return self.op(f"fcmp une {w(_REG[fr])} {v}, {zero}")
+            return self.op(f"icmp ne {w('i64')} {v}, {zero}")
         kind, bits = op.split(".")
+        ext = "sext" if kind in ("fptosi", "wrap") else "zext"
         if kind in ("fptosi", "fptoui"):
-            t = self.op(f"{kind} {_FT[fr]} {v} to i{bits}")
-            return self.op(f"{'sext' if kind == 'fptosi' else 'zext'} i{bits} {t} to i64")
-        t = self.op(f"trunc i64 {v} to i{bits}")
-        return self.op(f"{'sext' if kind == 'wrap' else 'zext'} i{bits} {t} to i64")
+            t = self.op(f"{kind} {w(_REG[fr])} {v} to {w('i' + bits)}")
+        else:
+            t = self.op(f"trunc {w('i64')} {v} to {w('i' + bits)}")
+        return self.op(f"{ext} {w('i' + bits)} {t} to {w('i64')}")
 
     # -- statements ---------------------------------------------------------------------------
     def stmts(self, ss: list) -> None:
@@ -616,34 +623,7 @@ class _Printer:
         return self.vconversion(op, args[0], dt)
 
     def vconversion(self, op: str, a, dt: str) -> str:
-        v = self.vx(a)
-        L = self.lanes
-        fr = a.dt
-        ft = f"<{L} x {_FT.get(dt, 'double')}>"
-        if op == "fpext":
-            return self.op(f"fpext <{L} x float> {v} to <{L} x double>")
-        if op == "fptrunc":
-            return self.op(f"fptrunc <{L} x double> {v} to <{L} x float>")
-        if op == "sitofp":
-            return self.op(f"sitofp <{L} x i64> {v} to {ft}")
-        if op == "uitofp":
-            return self.op(f"uitofp <{L} x i1> {v} to {ft}")
-        if op == "fptosi":
-            return self.op(f"fptosi {self.vty(fr)} {v} to <{L} x i64>")
-        if op == "zext":
-            return self.op(f"zext <{L} x i1> {v} to <{L} x i64>")
-        if op == "tobool":
-            if fr in FLOATS:
-                return self.op(f"fcmp une {self.vty(fr)} {v}, zeroinitializer")
-            return self.op(f"icmp ne <{L} x i64> {v}, zeroinitializer")
-        kind, bits = op.split(".")
-        if kind in ("fptosi", "fptoui"):
-            t = self.op(f"{kind} {self.vty(fr)} {v} to <{L} x i{bits}>")
-            return self.op(f"{'sext' if kind == 'fptosi' else 'zext'} <{L} x i{bits}> {t} to "
-                           f"<{L} x i64>")
-        t = self.op(f"trunc <{L} x i64> {v} to <{L} x i{bits}>")
-        return self.op(f"{'sext' if kind == 'wrap' else 'zext'} <{L} x i{bits}> {t} to "
-                       f"<{L} x i64>")
+        return self.convert(op, a.dt, dt, self.vx(a), self.lanes)
 
     def cond(self, s: If) -> None:
         c = self.x(s.cond)
