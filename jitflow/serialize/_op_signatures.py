@@ -204,6 +204,7 @@ OUTPUTS = {
     'TensorListSetItem': 'output_handle',
     'TensorListSplit': 'output_handle',
     'TensorListStack': 'tensor',
+    'TensorScatterUpdate': 'output',
     'Tile': 'output',
     'TopKV2': 'values indices',
     'Transpose': 'y',

@@ -956,6 +956,17 @@ def _i_scatter_nd(ctx, node):
                               name=ctx.name)]
 
 
+@exporter("TensorScatterUpdate")
+def _x_tensor_scatter_update(ctx, op):
+    ctx.node(op, op.type, attrs={"T": ctx.type(op.inputs[0].dtype),
+                                 "Tindices": ctx.type(op.inputs[1].dtype)})
+
+
+@importer("TensorScatterUpdate")
+def _i_tensor_scatter_update(ctx, node):
+    return [_api().tensor_scatter_nd_update(*ctx.inputs, name=ctx.name)]
+
+
 @exporter("ScatterUpdate", "ScatterAdd", "ScatterSub")
 def _x_scatter(ctx, op):
     ctx.node(op, op.type, attrs={"T": ctx.type(op.inputs[0].dtype),
