@@ -44,6 +44,7 @@ OUTPUTS = {
     'Cumsum': 'out',
     'Div': 'z',
     'DivNoNan': 'z',
+    'EditDistance': 'output',
     'Elu': 'activations',
     'EmptyTensorList': 'handle',
     'EnsureShape': 'output',
