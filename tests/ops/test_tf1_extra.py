@@ -321,3 +321,15 @@ def test_partitioners_match_tensorflow():
     spec = "/job:ps/replica:1/task:2/device:GPU:3"
     assert tf.DeviceSpec.from_string(spec).to_string() == \
         tf1.DeviceSpec.from_string(spec).to_string()
+
+
+def test_tensor_scatter_update_graph_def_runs_in_tensorflow():
+    tf1 = pytest.importorskip("tensorflow.compat.v1")
+    g = tf.Graph()
+    with g.as_default():
+        tf.tensor_scatter_nd_update(tf.zeros([4]), [[2], [0], [2]], [1.0, 2.0, 3.0], name="tsu")
+    with tf1.Graph().as_default():
+        gd = tf1.GraphDef.FromString(g.as_graph_def().SerializeToString())
+        (y,) = tf1.import_graph_def(gd, return_elements=["tsu:0"], name="")
+        with tf1.Session() as sess:
+            np.testing.assert_array_equal(sess.run(y), [2, 0, 3, 0])
