@@ -245,10 +245,15 @@ def _tsu_grad(op, g):
 
 _register("TensorScatterUpdate", infer=_tsu_infer, ref=_tsu_ref, grad=_tsu_grad, kind="other",
           doc="A copy of a tensor with the slices at N-d indices replaced (last update wins).",
-          examples=[_Example(
-              build=lambda t, u: tensor_scatter_nd_update(t, [[1], [3], [1]], u),
-              inputs=[(5, 2), (3, 2)],
-              expect=lambda t, u: np.stack([t[0], u[2], t[2], u[1], t[4]]))])
+          examples=[
+              # repeated indices: TF's gradient rule gives each of them the incoming gradient
+              # (not the derivative of "last wins"), so no finite-difference check here
+              _Example(build=lambda t, u: tensor_scatter_nd_update(t, [[1], [3], [1]], u),
+                       inputs=[(5, 2), (3, 2)], grad=False, id="repeated",
+                       expect=lambda t, u: np.stack([t[0], u[2], t[2], u[1], t[4]])),
+              _Example(build=lambda t, u: tensor_scatter_nd_update(t, [[0, 1], [2, 0]], u),
+                       inputs=[(3, 2), (2,)], id="elements",
+                       expect=lambda t, u: np.array([[t[0, 0], u[0]], t[1], [u[1], t[2, 1]]]))])
 
 
 def tensor_scatter_nd_update(tensor, indices, updates, name: Optional[str] = None) -> Tensor:
