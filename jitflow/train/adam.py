@@ -4,7 +4,9 @@ lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t)
 m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g^2
 var -= lr_t * m / (sqrt(v) + epsilon)
 beta1^t and beta2^t are the non-slot variables `beta1_power` and `beta2_power`, multiplied by
-beta1 and beta2 after all variables are updated.
+beta1 and beta2 after all variables are updated. As in TF1 they are float32 whatever the model's
+dtype (a Python float makes a float32 variable), and on a float64 model every Python-float
+hyper-parameter is its float32 rounding (see `Optimizer._hyper`).
 """
 from __future__ import annotations
 

@@ -228,9 +228,12 @@ class Optimizer:
         key = (name, graph)
         v = self._non_slot_dict.get(key)
         if v is None:
+            if not (isinstance(initial_value, Tensor) or hasattr(initial_value, "_to_tensor")):
+                # typed as TF types a constant: a Python float makes a float32 variable
+                # whatever the model's dtype (TF1's Adam keeps float32 beta powers)
+                initial_value = _tf_typed(initial_value)
             with graph.as_default(), graph.name_scope(""):
-                v = Variable(np.asarray(initial_value, dtype=colocate_with.dtype.as_numpy_dtype),
-                             name=name, trainable=False)
+                v = Variable(initial_value, name=name, trainable=False)
             self._non_slot_dict[key] = v
         return v
 
@@ -264,8 +267,11 @@ class Optimizer:
     def _hyper(self, name: str, value, dtype) -> Tensor:
         """Hyper-parameter `name` as a tensor of `dtype`, made once per apply and dtype.
 
-        A Python number becomes a constant of the variable's dtype (no cast op to fuse); a
-        tensor is cast when its dtype differs, as TF1 casts the learning rate per variable.
+        TF1 converts each hyper-parameter to a tensor once (a Python float becomes float32)
+        and casts it to each variable's dtype, so a float64 model trains with float32-rounded
+        hyper-parameters (lr 0.1 acts as 0.10000000149011612): a number here becomes that
+        value as a constant of `dtype` (no cast op to fuse); a tensor is cast when its dtype
+        differs.
         """
         cache = self.__dict__.setdefault("_hyper_cache", {})
         key = (name, dtype)
@@ -276,12 +282,25 @@ class Optimizer:
             if isinstance(value, Tensor) or hasattr(value, "_to_tensor"):
                 t = cast(convert_to_tensor(value), dtype)
             else:
-                t = convert_to_tensor(np.asarray(value, dtype=dtype.as_numpy_dtype), name=name)
+                t = convert_to_tensor(_tf_typed(value).astype(dtype.as_numpy_dtype), name=name)
             cache[key] = t
         return t
 
     def _reset_hyper(self) -> None:
         self.__dict__["_hyper_cache"] = {}
+
+
+def _tf_typed(value) -> np.ndarray:
+    """`value` as an array of the dtype TF's `convert_to_tensor` gives it: Python floats
+    float32, Python ints int32 (int64 when they do not fit), NumPy values their own dtype."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return np.asarray(value)
+    arr = np.asarray(value)
+    if arr.dtype == np.float64:
+        return arr.astype(np.float32)
+    if arr.dtype == np.int64 and (arr.size == 0 or (arr.min() >= -2**31 and arr.max() < 2**31)):
+        return arr.astype(np.int32)
+    return arr
 
 
 def _slot_name(var, op_name: str) -> str:

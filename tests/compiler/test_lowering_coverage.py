@@ -55,6 +55,8 @@ REFERENCE_ONLY = {
     **{t: "not lowered yet: scattered adds at computed positions of several index axes"
        for t in ("ScatterNd", "GatherNd", "GatherNdGrad", "Bincount", "HistogramFixedWidth",
                  "PadBorderSum")},
+    "TensorScatterUpdate": "not lowered yet: stores at computed positions where the last of "
+                           "repeated indices must win (an ordered scatter)",
     **{t: "not lowered yet: segment reductions other than an unsorted sum"
        for t in ("SegmentReduce", "UnsortedSegmentReduce", "SegmentProdGrad",
                  "SegmentIdsClip", "SegmentIdsMask", "ProdGrad")},

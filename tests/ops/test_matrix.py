@@ -54,6 +54,53 @@ def test_identities(backend):
             sess.run(tf.cholesky(tf.constant(-np.eye(2))))
 
 
+EIG_MATS = [np.array([[2.0, 1.0], [1.0, 2.0]]), np.diag([3.0, 1.0, 2.0]),
+            np.array([[1.0, 2.0, 0.0], [2.0, 1.0, 0.0], [0.0, 0.0, 5.0]])]
+
+
+def test_self_adjoint_eig_by_hand():
+    x = tf.placeholder(tf.float64, [None, None])
+    e, v = tf.linalg.eigh(x)
+    with tf.Session() as sess:
+        got = [sess.run([e, v], {x: m}) for m in EIG_MATS]
+    r = 1 / np.sqrt(2)
+    want_w = [[1, 3], [1, 2, 3], [-1, 3, 5]]
+    # the eigenvectors (rows here) up to sign: (1, -1)/sqrt2, (1, 1)/sqrt2; e2, e3, e1; ...
+    want_v = [[[r, -r], [r, r]], np.eye(3)[[1, 2, 0]],
+              [[r, -r, 0], [r, r, 0], [0, 0, 1]]]
+    for (w, vec), ww, wv in zip(got, want_w, want_v):
+        np.testing.assert_allclose(w, ww, atol=1e-12)
+        np.testing.assert_allclose(np.abs(vec), np.abs(np.array(wv).T), atol=1e-12)
+
+
+def _eig_check(m, w, v, tol):
+    np.testing.assert_allclose((v * w[..., None, :]) @ np.swapaxes(v, -1, -2), m, atol=tol)
+    np.testing.assert_allclose(np.swapaxes(v, -1, -2) @ v,
+                               np.broadcast_to(np.eye(m.shape[-1]), m.shape), atol=tol)
+
+
+def test_self_adjoint_eig_matches_tensorflow_up_to_sign():
+    tf1 = pytest.importorskip("tensorflow.compat.v1")
+    rng = np.random.default_rng(5)
+    mats = [rng.standard_normal((4, n, n)) for n in (2, 3, 6)]
+    mats = [(a + np.swapaxes(a, -1, -2)) / 2 for a in mats] + [m[None] for m in EIG_MATS]
+    for m in mats:
+        for dt, tol in ((np.float64, 1e-10), (np.float32, 2e-5)):
+            results = []
+            for t in (tf, tf1):
+                with t.Graph().as_default():
+                    with t.Session() as sess:
+                        results.append(sess.run(t.self_adjoint_eig(t.constant(m.astype(dt)))))
+            (w, v), (tw, tv) = results
+            assert w.dtype == tw.dtype == v.dtype == dt
+            np.testing.assert_allclose(w, tw, atol=tol)
+            _eig_check(m, w, v, tol * 10)
+            # same columns up to their signs (the eigenvalues here are distinct)
+            overlap = np.abs(np.swapaxes(v, -1, -2) @ tv)
+            np.testing.assert_allclose(overlap, np.broadcast_to(np.eye(m.shape[-1]), m.shape),
+                                       atol=tol * 100)
+
+
 def test_einsum_gradient_by_finite_differences():
     x = tf.placeholder(tf.float64, [2, 3])
     y = tf.placeholder(tf.float64, [3, 4])

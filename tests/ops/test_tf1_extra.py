@@ -197,6 +197,49 @@ def test_sobel_edges():
     assert e[0, 1, 1, 0, 0] == 4 and e[0, 1, 1, 0, 1] == 0
 
 
+def test_tensor_scatter_nd_update_repeated_indices_keep_the_last():
+    with tf.Graph().as_default():
+        t = tf.ones([5, 2])
+        u = tf.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+        r = tf.tensor_scatter_nd_update(t, [[1], [3], [1]], u)
+        many = tf.tensor_scatter_nd_update(tf.zeros([3]), [[1]] * 50, tf.range(50.0))
+        elems = tf.tensor_scatter_nd_update([[1, 2], [3, 4]], [[0, 1], [1, 0], [0, 1]],
+                                            [9, 8, 7])
+        gy = tf.reshape(tf.range(10.0), [5, 2])
+        gt, gu = tf.gradients(r, [t, u], grad_ys=gy)
+        assert r.op.type == "TensorScatterUpdate" and r.shape.as_list() == [5, 2]
+        out, m, e, a, b = run([r, many, elems, gt, gu])
+    np.testing.assert_array_equal(out, [[1, 1], [5, 6], [1, 1], [3, 4], [1, 1]])
+    np.testing.assert_array_equal(m, [0, 49, 0])
+    assert e.dtype == np.int32
+    np.testing.assert_array_equal(e, [[1, 7], [8, 4]])
+    # tensor: the incoming gradient with zeros where it was overwritten; updates: the
+    # gradient gathered at each index (repeated indices each get it, as TF's rule does)
+    np.testing.assert_array_equal(a, [[0, 1], [0, 0], [4, 5], [0, 0], [8, 9]])
+    np.testing.assert_array_equal(b, [[2, 3], [6, 7], [2, 3]])
+
+
+def test_tensor_scatter_nd_update_errors_and_graph_def():
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match="updates .* must have shape"):
+            tf.tensor_scatter_nd_update(tf.zeros([5, 2]), [[1]], [1.0, 2.0, 3.0])
+        with pytest.raises(ValueError, match="only rank 1"):
+            tf.tensor_scatter_nd_update(tf.zeros([5]), [[1, 1]], [1.0])
+        with pytest.raises(TypeError, match="int32 or int64"):
+            tf.tensor_scatter_nd_update(tf.zeros([5]), [[1.0]], [1.0])
+        bad = tf.tensor_scatter_nd_update(tf.zeros([5, 2]), [[7]], [[1.0, 2.0]])
+        with pytest.raises(tf.errors.InvalidArgumentError, match="does not index into"):
+            run(bad)
+    g = tf.Graph()
+    with g.as_default():
+        tf.tensor_scatter_nd_update(tf.zeros([4]), [[2], [2]], [1.0, 2.0], name="tsu")
+    node = [n for n in g.as_graph_def().node if n.name == "tsu"][0]
+    assert node.op == "TensorScatterUpdate"
+    with tf.Graph().as_default():
+        (y,) = tf.import_graph_def(g.as_graph_def(), return_elements=["tsu:0"], name="")
+        np.testing.assert_array_equal(run(y), [0, 0, 2, 0])
+
+
 # -- against TensorFlow -------------------------------------------------------------------------
 def _graph(t):
     x = t.constant(X4)
@@ -213,6 +256,8 @@ def _graph(t):
                                                 "VALID"),
         "scatter_add": t.tensor_scatter_nd_add(t.ones([3, 2]), [[0], [2]], [[1.0, 2], [3, 4]]),
         "scatter_update": t.tensor_scatter_nd_update(t.ones([3, 2]), [[1, 1]], [5.0]),
+        "scatter_update_repeated": t.tensor_scatter_nd_update(
+            t.ones([4, 3]), [[2], [0], [2], [2]], t.reshape(t.range(12.0), [4, 3])),
         "unravel": t.unravel_index([0, 11, 5, 7], [3, 4]),
         "cross": t.linalg.cross(img[..., :3], img[..., ::-1]),
         "angle": t.math.angle(t.constant([-1.5, 0.0, 2.0])),
@@ -238,6 +283,11 @@ def _graph(t):
         "hue_uint8": t.image.adjust_hue(t.constant((IMG * 255).astype(np.uint8)), 0.2),
         "sobel": t.image.sobel_edges(img),
     }
+    upd = t.reshape(f, [6, 3])[:3] * 2.0
+    new = t.tensor_scatter_nd_update(img, [[0, 1, 2], [1, 3, 0], [0, 1, 2]], upd)
+    out["scatter_update_nd"] = new
+    out["scatter_update_grad_tensor"], out["scatter_update_grad_updates"] = t.gradients(
+        new, [img, f], grad_ys=t.constant(IMG[::-1] * 3.0))
     return out
 
 
@@ -271,3 +321,15 @@ def test_partitioners_match_tensorflow():
     spec = "/job:ps/replica:1/task:2/device:GPU:3"
     assert tf.DeviceSpec.from_string(spec).to_string() == \
         tf1.DeviceSpec.from_string(spec).to_string()
+
+
+def test_tensor_scatter_update_graph_def_runs_in_tensorflow():
+    tf1 = pytest.importorskip("tensorflow.compat.v1")
+    g = tf.Graph()
+    with g.as_default():
+        tf.tensor_scatter_nd_update(tf.zeros([4]), [[2], [0], [2]], [1.0, 2.0, 3.0], name="tsu")
+    with tf1.Graph().as_default():
+        gd = tf1.GraphDef.FromString(g.as_graph_def().SerializeToString())
+        (y,) = tf1.import_graph_def(gd, return_elements=["tsu:0"], name="")
+        with tf1.Session() as sess:
+            np.testing.assert_array_equal(sess.run(y), [2, 0, 3, 0])

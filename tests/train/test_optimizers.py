@@ -147,6 +147,119 @@ def test_float64_variables_and_tensor_learning_rate(backend):
     np.testing.assert_allclose(got, ws, rtol=1e-12)
 
 
+# -- float64 variables: TF1 rounds Python-float hyper-parameters to float32 --------------------
+X64 = np.random.default_rng(0).standard_normal((8, 3))
+Y64 = X64 @ np.array([0.3, -0.7, 1.1]) + 0.1
+W64 = np.array([0.1, 0.2, 0.3])
+
+
+def _h(x: float) -> float:
+    """A Python float as TF1 uses it on a float64 variable: converted to a float32 tensor,
+    then cast to float64."""
+    return float(np.float32(x))
+
+
+def _np64_trajectory(kind: str, steps: int = 5) -> np.ndarray:
+    """float64 NumPy versions of TF1's kernels with float32-rounded hyper-parameters (and, for
+    Adam, float32 beta powers multiplied step by step)."""
+    w = W64.copy()
+    a, b, c = np.zeros(3), np.zeros(3), np.zeros(3)
+    b1p, b2p = np.float32(0.9), np.float32(0.999)
+    if kind == "adagrad":
+        a = np.full(3, 0.1)        # the initial accumulator is made in float64 directly
+    if kind == "rmsprop":
+        a = np.ones(3)
+    for _ in range(steps):
+        g = 2 * X64.T @ (X64 @ w - Y64) / 8
+        if kind == "sgd":
+            w = w - _h(0.1) * g
+        elif kind == "momentum":          # Nesterov
+            a = a * _h(0.9) + g
+            w = w - _h(0.1) * g - _h(0.1) * _h(0.9) * a
+        elif kind == "adam":
+            lr_t = _h(0.1) * np.sqrt(1 - float(b2p)) / (1 - float(b1p))
+            a = a + (g - a) * (1 - _h(0.9))
+            b = b + (g * g - b) * (1 - _h(0.999))
+            w = w - lr_t * a / (np.sqrt(b) + _h(1e-8))
+            b1p, b2p = b1p * np.float32(0.9), b2p * np.float32(0.999)
+        elif kind == "rmsprop":           # centered, momentum 0.5
+            a = _h(0.9) * a + (1 - _h(0.9)) * g * g
+            b = _h(0.9) * b + (1 - _h(0.9)) * g
+            c = _h(0.5) * c + _h(0.1) * g / np.sqrt(a - b * b + _h(1e-10))
+            w = w - c
+        elif kind == "adagrad":
+            a = a + g * g
+            w = w - _h(0.1) * g / np.sqrt(a)
+    return w
+
+
+def _make64(t, kind: str):
+    return {"sgd": lambda: t.train.GradientDescentOptimizer(0.1),
+            "momentum": lambda: t.train.MomentumOptimizer(0.1, 0.9, use_nesterov=True),
+            "adam": lambda: t.train.AdamOptimizer(0.1),
+            "rmsprop": lambda: t.train.RMSPropOptimizer(0.1, momentum=0.5, centered=True),
+            "adagrad": lambda: t.train.AdagradOptimizer(0.1)}[kind]()
+
+
+def _train64(t, kind: str, steps: int = 5):
+    with t.Graph().as_default():
+        w = t.Variable(W64, name="w")
+        loss = t.reduce_mean((t.tensordot(t.constant(X64), w, 1) - Y64) ** 2)
+        train = _make64(t, kind).minimize(loss)
+        with t.Session() as sess:
+            sess.run(t.global_variables_initializer())
+            for _ in range(steps):
+                sess.run(train)
+            dtypes = {v.op.name: v.dtype.base_dtype.name for v in t.global_variables()}
+            return sess.run(w), dtypes
+
+
+KINDS64 = ["sgd", "momentum", "adam", "rmsprop", "adagrad"]
+
+
+@pytest.mark.parametrize("kind", KINDS64)
+def test_float64_model_uses_float32_rounded_hyper_parameters(kind):
+    got, dtypes = _train64(tf, kind)
+    assert got.dtype == np.float64 and dtypes["w"] == "float64"
+    want = _np64_trajectory(kind)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    if kind == "sgd":   # reading lr as the float64 0.1 gives a trajectory > 1e-9 away
+        exact = W64.copy()
+        for _ in range(5):
+            exact = exact - 0.1 * (2 * X64.T @ (X64 @ exact - Y64) / 8)
+        assert not np.allclose(got, exact, rtol=1e-9, atol=0)
+
+
+def test_adam_beta_powers_stay_float32_on_a_float64_model(tmp_path):
+    with tf.Graph().as_default():
+        w = tf.Variable(W64, name="w")
+        opt = tf.train.AdamOptimizer(0.1)
+        train = opt.minimize(tf.reduce_sum(w * w))
+        b1p, b2p = opt._get_beta_accumulators()
+        assert b1p.dtype.base_dtype == tf.float32 and b2p.dtype.base_dtype == tf.float32
+        assert opt.get_slot(w, "m").dtype.base_dtype == tf.float64
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run(train)
+            sess.run(train)
+            p1 = sess.run(b1p)
+            path = tf.train.Saver().save(sess, str(tmp_path / "model"))
+    assert p1.dtype == np.float32 and p1 == np.float32(0.9) ** 3
+    assert dict(tf.train.list_variables(path))["beta1_power"] == []
+    assert tf.train.load_variable(path, "beta1_power").dtype == np.float32
+    assert tf.train.load_variable(path, "w/Adam").dtype == np.float64
+
+
+@pytest.mark.parametrize("kind", KINDS64)
+def test_float64_model_matches_tensorflow(kind):
+    tf1 = pytest.importorskip("tensorflow.compat.v1")
+    tf1.disable_v2_behavior()
+    got, dtypes = _train64(tf, kind)
+    want, tf_dtypes = _train64(tf1, kind)
+    assert dtypes == tf_dtypes
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+
+
 def test_slot_names_and_collections():
     w, b, loss = _model()
     opt = tf.train.AdamOptimizer()
