@@ -37,7 +37,7 @@ def identity(input, name: Optional[str] = None) -> Tensor:
 
 register("IdentityN", infer=lambda op: [(t.dtype, t.shape) for t in op.inputs],
          ref=lambda op, *xs: tuple(_identity_ref(op, x) for x in xs),
-         grad=lambda op, *gs: list(gs), kind="other",
+         grad=lambda op, *gs: list(gs), kind="host",
          examples=[Example(build=lambda x, y: identity_n([x, y])[1] * 2.0,
                            inputs=[(2,), (3,)], expect=lambda x, y: y * 2)])
 
