@@ -76,6 +76,26 @@ def test_missing_uses_one_entry_per_missing_prefix_with_jitflows_reason():
     assert check.resolve("")[0]
 
 
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+
+
+@pytest.mark.parametrize("name", sorted(f for f in os.listdir(EXAMPLES) if f.endswith(".py")))
+def test_every_example_uses_only_names_jitflow_has(name):
+    # the examples import jitflow as tf (a program already switched); jitflow's submodules
+    # (`import jitflow.dask as jfd`) resolve too
+    with open(os.path.join(EXAMPLES, name)) as fh:
+        uses = check.scan(fh.read(), name)
+    assert len(uses) >= 3
+    assert check.missing_uses(uses) == []
+
+
+def test_scan_reads_jitflow_imports_and_reports_what_is_missing():
+    uses = check.scan("import jitflow as tf\nimport jitflow.dask as jfd\n"
+                      "tf.nn.relu\njfd.predict\ntf.nn.no_such_op\n")
+    assert [u.path for u in uses] == ["nn.relu", "dask.predict", "nn.no_such_op"]
+    assert [m[0] for m in check.missing_uses(uses)] == ["nn.no_such_op"]
+
+
 def test_import_hook_is_only_active_in_its_block():
     sys.modules.pop("tensorflow", None)
     with check.tensorflow_as_jitflow():

@@ -39,12 +39,17 @@ class Use:
 
 
 # -- reading a program --------------------------------------------------------------------------
-def _tf_path(module: str) -> Optional[str]:
-    """'tensorflow.compat.v1' -> 'compat.v1', 'tensorflow' -> '', other modules -> None."""
-    if module == "tensorflow":
-        return ""
-    if module.startswith("tensorflow."):
-        return module[len("tensorflow."):]
+_ROOTS = ("tensorflow", "jitflow")   # a program already switched reads `import jitflow as tf`
+
+
+def _tf_path(module: str, roots=("tensorflow",)) -> Optional[str]:
+    """'tensorflow.compat.v1' -> 'compat.v1', 'tensorflow' -> '', other modules -> None (with
+    `roots` _ROOTS, 'jitflow...' likewise)."""
+    for root in roots:
+        if module == root:
+            return ""
+        if module.startswith(root + "."):
+            return module[len(root) + 1:]
     return None
 
 
@@ -65,17 +70,17 @@ def scan(source: str, filename: str = "<program>") -> list:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
-                path = _tf_path(a.name)
+                path = _tf_path(a.name, _ROOTS)
                 if path is None:
                     continue
                 if a.asname:
                     aliases[a.asname] = path
                 else:   # `import tensorflow.x`: binds `tensorflow`
-                    aliases["tensorflow"] = ""
+                    aliases[a.name.split(".")[0]] = ""
                     if path:
                         uses.append(Use(_normal(path), node.lineno))
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            base = _tf_path(node.module)
+            base = _tf_path(node.module, _ROOTS)
             if base is None:
                 continue
             for a in node.names:
@@ -126,7 +131,11 @@ def resolve(path: str):
         try:
             obj = getattr(obj, part)
         except Exception as e:  # noqa: BLE001  (a lazy namespace may raise anything)
-            return False, (".".join(parts[:i + 1]), _reason(e, part))
+            try:   # a submodule not imported yet (`import jitflow.dask as jfd`)
+                import importlib
+                obj = importlib.import_module("jitflow." + ".".join(parts[:i + 1]))
+            except Exception:  # noqa: BLE001
+                return False, (".".join(parts[:i + 1]), _reason(e, part))
     return True, None
 
 
