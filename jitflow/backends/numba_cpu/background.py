@@ -15,6 +15,10 @@ llvmlite lets one thread at a time into LLVM (a process-wide lock), so a compile
 make the run path's own compiles wait: while the run path compiles (`foreground()`), and for
 FOREGROUND_GRACE seconds after, no job starts here; a job already started finishes first.
 
+On one CPU (the process's affinity) the compiler thread would take the run's own CPU, so an
+optimized compile queued with its estimated cost starts only once the program has run as long
+as all compiling so far plus that cost (rent or buy); with two or more CPUs jobs start at once.
+
 At interpreter exit the queue is dropped and the job being compiled is waited for: a process
 that ended while LLVM compiled on this thread could crash in LLVM after its last line.
 """
@@ -80,12 +84,60 @@ def mode() -> str:
     return _ALIASES.get(m, m)
 
 
-def submit(job: Callable[[], None]) -> None:
+class _Rented:
+    """A job with its estimated compile time (seconds of CPU), for the one-CPU rule."""
+
+    def __init__(self, job: Callable[[], None], cost: float) -> None:
+        self.job, self.cost = job, cost
+
+    def __call__(self) -> None:
+        self.job()
+
+
+def cpus() -> int:
+    """CPUs this process may run on (its affinity; a pinned benchmark or a 1-CPU container)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):   # pragma: no cover  (not Linux)
+        return os.cpu_count() or 1
+
+
+#: one CPU: since the first job with a cost was queued, the time that job compiles may start
+_RENT = {"start": None, "spent": 0.0}
+
+
+def _wait_for_rent(cost: float) -> bool:
+    """(compiler thread) With one CPU the compiler thread takes the run's own CPU, so a job
+    of estimated cost C starts only once the process has run, since its first such job was
+    queued, as long as all compiling so far plus C (rent or buy: a program that ends sooner
+    never pays for code it would not have used long enough, and one that goes on gets the code
+    at most one compile time later). With more CPUs it starts at once. False when the
+    interpreter exits meanwhile."""
+    if cost <= 0 or cpus() > 1:
+        return True
+    with _IDLE:
+        while not _STATE["closing"]:
+            left = _RENT["start"] + _RENT["spent"] + cost - time.monotonic()
+            if left <= 0:
+                _RENT["spent"] += cost
+                return True
+            _IDLE.wait(min(left, 1.0))
+    return False
+
+
+def submit(job: Callable[[], None], cost: float = 0.0) -> None:
     """Run `job()` on the worker thread (started on first use). Jobs run one at a time, in
-    submission order; a job reports its own errors. Once the interpreter exits, nothing."""
+    submission order; a job reports its own errors. `cost`: the job's estimated CPU seconds;
+    on one CPU it waits for the program to have run that long (_wait_for_rent). Once the
+    interpreter exits, nothing."""
+    cost = getattr(job, "cost", cost)
+    if cost > 0 and not isinstance(job, _Rented):
+        job = _Rented(job, cost)
     with _LOCK:
         if _STATE["closing"]:
             return
+        if cost > 0 and _RENT["start"] is None:
+            _RENT["start"] = time.monotonic()
         _STATE["pending"] += 1
         if _STATE["thread"] is None or not _STATE["thread"].is_alive():
             t = threading.Thread(target=_worker, name="jitflow-compiler", daemon=True)
@@ -146,6 +198,8 @@ def _worker() -> None:
     while True:
         job = _QUEUE.get()
         _wait_for_foreground()
+        if not _wait_for_rent(getattr(job, "cost", 0.0)):
+            job = _nothing
         with _LOCK:
             _STATE["current"] = job
         # Numba's lowering calls into LLVM thousands of times per kernel, each call dropping
@@ -168,6 +222,10 @@ def _worker() -> None:
                     _STATE["short"] = False
                     short_switches(False)
                 _IDLE.notify_all()
+
+
+def _nothing() -> None:
+    """A job dropped at exit."""
 
 
 _SWITCH = {"users": 0, "interval": None}

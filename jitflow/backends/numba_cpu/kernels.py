@@ -320,6 +320,9 @@ def load_numba(c: Compiled) -> None:
     c.from_disk = mod.from_disk
 
 
+OPT_SECONDS_PER_LINE = 6e-5
+
+
 def upgrade(c: Compiled, seg: Segment, prep=None) -> None:
     """Queue `c`'s optimized code on the compiler thread; runs keep the code they have until
     it is ready (the same bits)."""
@@ -327,7 +330,10 @@ def upgrade(c: Compiled, seg: Segment, prep=None) -> None:
         return
     c.pending = True
     ref_c, ref_seg = weakref.ref(c), weakref.ref(seg)
-    _bg.submit(lambda: _upgrade_job(ref_c(), ref_seg(), prep))
+    # the optimized compile's CPU time, from the IR's size (measured: about 60 us a line for
+    # the random graphs of benchmarks/compile_scaling.py, 2.3 s for 39k lines)
+    cost = prep.lg.text.count("\n") * OPT_SECONDS_PER_LINE if prep is not None else 0.0
+    _bg.submit(lambda: _upgrade_job(ref_c(), ref_seg(), prep), cost)
 
 
 def _upgrade_job(c, seg, prep=None) -> None:

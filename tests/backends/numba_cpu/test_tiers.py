@@ -302,6 +302,60 @@ def test_auto_mode_runs_quick_code_then_switches_to_the_optimized_code(monkeypat
     _same_bits([first, second], [third, fourth])
 
 
+@pytest.fixture
+def rent(monkeypatch):
+    """The one-CPU rule's clock, restored after the test (the compiler thread idle)."""
+    assert background.wait_idle(120)
+    monkeypatch.setitem(background._RENT, "start", None)
+    monkeypatch.setitem(background._RENT, "spent", 0.0)
+    yield background._RENT
+    assert background.wait_idle(120)
+
+
+def _wake():
+    with background._IDLE:
+        background._IDLE.notify_all()
+
+
+def test_on_one_cpu_a_compile_waits_until_the_program_has_run_as_long(monkeypatch, rent):
+    monkeypatch.setattr(background, "cpus", lambda: 1)
+    ran = []
+    background.submit(lambda: ran.append("dear"), cost=1e6)   # a million seconds of compiling
+    background.submit(lambda: ran.append("free"))             # queued behind it
+    assert not background.wait_idle(0.3)
+    assert ran == [] and background.pending() == 2
+    rent["start"] -= 1e6          # the program has now run that long: the job may start
+    _wake()
+    assert background.wait_idle(120)
+    assert ran == ["dear", "free"] and rent["spent"] == 1e6
+
+
+def test_with_two_cpus_a_compile_starts_at_once(monkeypatch, rent):
+    monkeypatch.setattr(background, "cpus", lambda: 2)
+    ran = []
+    background.submit(lambda: ran.append("dear"), cost=1e6)
+    assert background.wait_idle(120)
+    assert ran == ["dear"] and rent["spent"] == 0.0
+
+
+def test_optimized_compiles_are_queued_with_their_cost(monkeypatch, tmp_path):
+    monkeypatch.setenv("JITFLOW_COMPILE", "auto")
+    monkeypatch.setenv("JITFLOW_CACHE_DIR", str(tmp_path))
+    costs = []
+    real = background.submit
+    monkeypatch.setattr(background, "submit",
+                        lambda job, cost=0.0: (costs.append(cost), real(job, cost)))
+    x = tf.placeholder(tf.float32, [None])
+    y = x
+    for k in range(30):
+        y = tf.tanh(y * (1.0 + k / 100.0)) + 0.01 * k
+    with tf.Session() as sess:
+        sess.run(y, {x: np.ones(4, np.float32)})
+    assert background.wait_idle(120)
+    priced = [c for c in costs if c > 0]      # (a warm-up job may come first, free)
+    assert len(priced) == 1 and priced[0] < 10
+
+
 def test_small_kernels_get_optimized_code_at_once(monkeypatch):
     monkeypatch.setenv("JITFLOW_COMPILE", "auto")
     x = tf.placeholder(tf.float32, [None])
