@@ -44,7 +44,7 @@ SWITCH_INTERVAL = 1e-4   # seconds: sys.setswitchinterval while the compiler thr
 #: seconds after the run path's last compile before the compiler thread starts a job (a first
 #: run compiles its kernels one after another, with runs of earlier kernels in between)
 FOREGROUND_GRACE = 0.05
-_FG = {"depth": 0, "last": -1.0}
+_FG = {"depth": 0, "last": -1.0, "since": 0.0, "busy": 0.0}
 
 
 @contextlib.contextmanager
@@ -53,12 +53,16 @@ def foreground():
     FOREGROUND_GRACE seconds have passed)."""
     with _LOCK:
         _FG["depth"] += 1
+        if _FG["depth"] == 1:
+            _FG["since"] = time.monotonic()
     try:
         yield
     finally:
         with _IDLE:
             _FG["depth"] -= 1
             _FG["last"] = time.monotonic()
+            if not _FG["depth"]:
+                _FG["busy"] += _FG["last"] - _FG["since"]
             _IDLE.notify_all()
 
 
@@ -102,26 +106,34 @@ def cpus() -> int:
         return os.cpu_count() or 1
 
 
-#: one CPU: since the first job with a cost was queued, the time that job compiles may start
-_RENT = {"start": None, "spent": 0.0}
+#: the one-CPU rule's account: when the first priced job was queued (and the run path's
+#: compile time by then), compile seconds spent, and the cost of the priced jobs still queued
+_RENT = {"start": None, "fg0": 0.0, "spent": 0.0, "queued": 0.0}
+
+
+def _rent_paid() -> float:
+    """Seconds the program has run (not compiled on its run path) since the first priced job."""
+    fg = _FG["busy"] + (time.monotonic() - _FG["since"] if _FG["depth"] else 0.0)
+    return time.monotonic() - _RENT["start"] - (fg - _RENT["fg0"])
 
 
 def _wait_for_rent(cost: float) -> bool:
-    """(compiler thread) With one CPU the compiler thread takes the run's own CPU, so a job
-    of estimated cost C starts only once the process has run, since its first such job was
-    queued, as long as all compiling so far plus C (rent or buy: a program that ends sooner
-    never pays for code it would not have used long enough, and one that goes on gets the code
-    at most one compile time later). With more CPUs it starts at once. False when the
-    interpreter exits meanwhile."""
-    if cost <= 0 or cpus() > 1:
+    """(compiler thread) With one CPU the compiler thread takes the run's own CPU. Rent or
+    buy: the queued optimized compiles start only once the program has run (outside its own
+    compiles) as long as all compiling so far plus every priced job queued would take, so a
+    program that ends sooner never pays for code it would not have used long enough, and one
+    that goes on gets its optimized code at most that long later. With more CPUs a job starts
+    at once. False when the interpreter exits meanwhile."""
+    if cost <= 0:
         return True
     with _IDLE:
         while not _STATE["closing"]:
-            left = _RENT["start"] + _RENT["spent"] + cost - time.monotonic()
-            if left <= 0:
+            if cpus() > 1 or _rent_paid() >= _RENT["spent"] + _RENT["queued"]:
                 _RENT["spent"] += cost
+                _RENT["queued"] -= cost
                 return True
-            _IDLE.wait(min(left, 1.0))
+            _IDLE.wait(0.05)
+        _RENT["queued"] -= cost
     return False
 
 
@@ -136,8 +148,10 @@ def submit(job: Callable[[], None], cost: float = 0.0) -> None:
     with _LOCK:
         if _STATE["closing"]:
             return
-        if cost > 0 and _RENT["start"] is None:
-            _RENT["start"] = time.monotonic()
+        if cost > 0:
+            if _RENT["start"] is None:
+                _RENT["start"], _RENT["fg0"] = time.monotonic(), _FG["busy"]
+            _RENT["queued"] += cost
         _STATE["pending"] += 1
         if _STATE["thread"] is None or not _STATE["thread"].is_alive():
             t = threading.Thread(target=_worker, name="jitflow-compiler", daemon=True)

@@ -320,7 +320,7 @@ def load_numba(c: Compiled) -> None:
     c.from_disk = mod.from_disk
 
 
-OPT_SECONDS_PER_LINE = 6e-5
+OPT_SECONDS_PER_LINE = 3e-5
 
 
 def upgrade(c: Compiled, seg: Segment, prep=None) -> None:
@@ -330,8 +330,8 @@ def upgrade(c: Compiled, seg: Segment, prep=None) -> None:
         return
     c.pending = True
     ref_c, ref_seg = weakref.ref(c), weakref.ref(seg)
-    # the optimized compile's CPU time, from the IR's size (measured: about 60 us a line for
-    # the random graphs of benchmarks/compile_scaling.py, 2.3 s for 39k lines)
+    # the optimized compile's CPU time, from the IR's size (measured: about 30 us a line on
+    # cold_workloads.py's 1,000-op graph, 3.2 s for its 50 kernels' 100k lines)
     cost = prep.lg.text.count("\n") * OPT_SECONDS_PER_LINE if prep is not None else 0.0
     _bg.submit(lambda: _upgrade_job(ref_c(), ref_seg(), prep), cost)
 
