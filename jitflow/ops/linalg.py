@@ -314,13 +314,47 @@ def _tensordot_grad(op, g):
     return [ga, gb]
 
 
+def _lower_tensordot(low, op, pos: int) -> None:
+    """out[free a..., free b...] = the sum over the contracted axes of a * b: one Reduce whose
+    loop axes are a's free axes, b's free axes, then the contracted ones (as BatchMatMul's)."""
+    out = op.outputs[0]
+    if low.is_fed(out):
+        return
+    ax_a, ax_b = list(op.attrs["axes_a"]), list(op.attrs["axes_b"])
+    a, b = low.stored(op.inputs[0], pos), low.stored(op.inputs[1], pos)
+    free_a = [i for i in range(a.rank) if i not in ax_a]
+    free_b = [j for j in range(b.rank) if j not in ax_b]
+    nf = len(free_a) + len(free_b)
+    map_a = [free_a.index(i) if i in free_a else nf + ax_a.index(i) for i in range(a.rank)]
+    map_b = [len(free_a) + free_b.index(j) if j in free_b else nf + ax_b.index(j)
+             for j in range(b.rank)]
+    ones = ([a.ones[i] for i in free_a] + [b.ones[j] for j in free_b]
+            + [a.ones[i] and b.ones[j] for i, j in zip(ax_a, ax_b)])
+    dims = ([a.dims[i] for i in free_a] + [b.dims[j] for j in free_b]
+            + [b.dims[j] if a.ones[i] else a.dims[i] for i, j in zip(ax_a, ax_b)])
+    for i, j in zip(ax_a, ax_b):
+        if a.dims[i] != b.dims[j]:
+            low.checks.append(Check(a.dims[i], b.dims[j], pos, "Matrix size-incompatible"))
+    expr = Apply(S.mul(X0, X1), [Load(a, tuple(map_a)), Load(b, tuple(map_b))], a.dtype, pos)
+    v = low.buf(out.dtype.name, tuple(ones[:nf]), tuple(dims[:nf]))
+    low.emit(Reduce(v, expr, tuple(dims), tuple(ones), tuple(range(nf, len(dims))), "sum", pos,
+                    a.dtype))
+    low.set(out, v)
+
+
 register("Tensordot", infer=_tensordot_infer, ref=_tensordot_ref, grad=_tensordot_grad,
-         kind="matmul", doc="Contraction of a's axes_a with b's axes_b (NumPy's tensordot).",
+         kind="matmul", lower=_lower_tensordot,
+         lowerable=lambda op: op.inputs[0].dtype.name != "bool",
+         doc="Contraction of a's axes_a with b's axes_b (NumPy's tensordot).",
          examples=[Example(lambda a, b: tensordot(a, b, 1), [(2, 3), (3, 4)],
                            lambda a, b: np.tensordot(a, b, 1), id="int"),
                    Example(lambda a, b: tensordot(a, b, [[0, 2], [2, 1]]),
                            [(2, 3, 4), (5, 4, 2)],
-                           lambda a, b: np.tensordot(a, b, [[0, 2], [2, 1]]), id="pairs")])
+                           lambda a, b: np.tensordot(a, b, [[0, 2], [2, 1]]), id="pairs"),
+                   Example(lambda a, b: tensordot(a, b, [[1], [0]]), [(4, 3, 2), (3, 5)],
+                           lambda a, b: np.tensordot(a, b, [[1], [0]]), id="middle"),
+                   Example(lambda a, b: tensordot(a, b, 0), [(2, 3), (4,)],
+                           lambda a, b: np.tensordot(a, b, 0), id="outer")])
 
 
 def _tensordot_op(a, b, ax_a, ax_b):

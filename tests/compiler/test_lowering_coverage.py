@@ -23,8 +23,6 @@ REFERENCE_ONLY = {
                             "MatrixTriangularSolve", "MatrixDeterminant",
                             "LogMatrixDeterminant", "Qr", "Svd", "SelfAdjointEigV2", "Pinv")},
     "Einsum": "not lowered yet: a general contraction (its equation parsed into loop axes)",
-    "Tensordot": "not lowered yet: a transpose-reshape-MatMul of its operands, which the "
-                 "IR's View and MatMul could express for static shapes",
     # state
     **{t: _STATE for t in ("ScatterAdd", "ScatterDiv", "ScatterMax", "ScatterMin",
                            "ScatterMul", "ScatterNdAdd", "ScatterNdSub", "ScatterNdUpdate",
