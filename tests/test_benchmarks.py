@@ -394,3 +394,14 @@ def test_cnn_drift_against_tf_reports_each_pair_per_seed(capsys):
     assert len(line) == 1
     values = [float(v) for v in re.findall(r"(?:loss|parameters) ([0-9.e+-]+)", line[0])]
     assert len(values) == 6 and max(values) < 1e-2, line
+
+
+@pytest.mark.parametrize("args", [("10", "train"), ("1000", "chain")])
+def test_tier_steps_reports_the_first_run_and_the_fastest_step(args):
+    env = dict(os.environ, JITFLOW_COMPILE="sync")
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "tier_steps.py"),
+                        *args], capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    line = p.stdout.strip().splitlines()[-1]
+    assert line.startswith(f"{args[1]} n={args[0]} mode=sync pipeline=")
+    assert "first run" in line and line.endswith(" ms")
