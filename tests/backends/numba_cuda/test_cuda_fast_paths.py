@@ -337,3 +337,23 @@ def test_on_a_gpu_with_cupy_products_run_through_cublas_and_match_the_cpu():
         sess.run(tf.global_variables_initializer())
         want = sess.run(y, {a: av})
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+
+
+# -- the stray answer of issue 34: matmul of an elementwise result, fetched with softmax,
+# argmax and reductions of it, many times over (a shared-memory race would show as a wrong run)
+def test_matmul_of_an_elementwise_result_with_softmax_and_reductions_many_times():
+    rng = np.random.default_rng(34)
+    x = tf.placeholder(tf.float32, [None, 7])
+    w = tf.Variable(rng.standard_normal((7, 5)).astype(np.float32))
+    h = tf.matmul(tf.tanh(x * 1.5 + 0.25), w)
+    fetches = [h, tf.nn.softmax(h), tf.argmax(h, 1), tf.reduce_sum(h, 0), tf.reduce_max(h)]
+    xv = rng.standard_normal((9, 7)).astype(np.float32)
+    with tf.Session() as cpu:
+        cpu.run(tf.global_variables_initializer())
+        want = cpu.run(fetches, {x: xv})
+    with tf.Session(backend="cuda") as sess:
+        sess.run(tf.global_variables_initializer())
+        for _ in range(3 if not REAL else 2000):   # (the simulator: ~2 s a run)
+            got = sess.run(fetches, {x: xv})
+            for g, e in zip(got, want):
+                np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
