@@ -16,8 +16,9 @@ make the run path's own compiles wait: while the run path compiles (`foreground(
 FOREGROUND_GRACE seconds after, no job starts here; a job already started finishes first.
 
 On one CPU (the process's affinity) the compiler thread would take the run's own CPU, so an
-optimized compile queued with its estimated cost starts only once the program has run as long
-as all compiling so far plus that cost (rent or buy); with two or more CPUs jobs start at once.
+optimized compile queued with its estimated cost starts only once the program has run (outside
+its run-path compiles) as long as all compiling so far plus all queued would take (rent or
+buy); with two or more CPUs jobs start at once.
 
 At interpreter exit the queue is dropped and the job being compiled is waited for: a process
 that ended while LLVM compiled on this thread could crash in LLVM after its last line.
@@ -139,8 +140,8 @@ def _wait_for_rent(cost: float) -> bool:
 
 def submit(job: Callable[[], None], cost: float = 0.0) -> None:
     """Run `job()` on the worker thread (started on first use). Jobs run one at a time, in
-    submission order; a job reports its own errors. `cost`: the job's estimated CPU seconds;
-    on one CPU it waits for the program to have run that long (_wait_for_rent). Once the
+    submission order; a job reports its own errors. `cost`: the job's estimated CPU seconds
+    (on one CPU priced jobs wait for the program to have run long enough: _wait_for_rent). Once the
     interpreter exits, nothing."""
     cost = getattr(job, "cost", cost)
     if cost > 0 and not isinstance(job, _Rented):
@@ -211,11 +212,12 @@ _register_shutdown()
 def _worker() -> None:
     while True:
         job = _QUEUE.get()
+        with _LOCK:
+            _STATE["current"] = job   # (a fork while it waits resubmits it in the child)
         _wait_for_foreground()
         if not _wait_for_rent(getattr(job, "cost", 0.0)):
-            job = _nothing
-        with _LOCK:
-            _STATE["current"] = job
+            with _LOCK:
+                job = _STATE["current"] = _nothing
         # Numba's lowering calls into LLVM thousands of times per kernel, each call dropping
         # the GIL; getting it back waits for the main thread's switch interval (5 ms by
         # default), which made a kernel compile 10x slower beside a busy main thread. A short
@@ -299,6 +301,7 @@ def _after_fork_in_child() -> None:
     jobs = ([_STATE["current"]] if _STATE["current"] is not None else []) + list(_QUEUE.queue)
     _QUEUE = queue.Queue()
     _STATE.update(thread=None, pending=0, current=None)
+    _RENT["queued"] = 0.0   # the jobs below count themselves again
     if _SWITCH["users"]:   # the threads that asked for it are gone
         sys.setswitchinterval(_SWITCH["interval"])
         _SWITCH.update(users=0, interval=None)

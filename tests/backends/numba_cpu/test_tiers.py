@@ -324,6 +324,8 @@ def test_on_one_cpu_a_compile_waits_until_the_program_has_run_as_long(monkeypatc
     background.submit(lambda: ran.append("free"))             # queued behind it
     assert not background.wait_idle(0.3)
     assert ran == [] and background.pending() == 2 and rent["queued"] == 1e6
+    # the waiting job is the worker's current one: a fork meanwhile resubmits it in the child
+    assert getattr(background._STATE["current"], "cost", None) == 1e6
     rent["start"] -= 1e6          # the program has now run that long: the job may start
     _wake()
     assert background.wait_idle(120)
