@@ -47,18 +47,29 @@ def _window_count(y, z, kh, kw, sh, sw, ph, pw, h, w):
 
 
 # -- convolutions -------------------------------------------------------------------------------
+# A depthwise convolution is a convolution whose output channel k = ch * mult + q reads input
+# channel ch alone, with filter [kh, kw, c, mult]: each kernel below takes `depthwise` and
+# picks the channels it sums over from it.
 @cuda.jit
-def _conv2d(x, f, out, sh, sw, dh, dw, ph, pw, zero):
+def _conv2d(x, f, out, sh, sw, dh, dw, ph, pw, zero, depthwise):
     n, h, w, c = x.shape
-    kh, kw = f.shape[0], f.shape[1]
+    kh, kw, fq = f.shape[0], f.shape[1], f.shape[3]
     oh, ow, co = out.shape[1], out.shape[2], out.shape[3]
     for q in range(cuda.grid(1), n * oh * ow * co, cuda.gridsize(1)):
-        o = q % co
+        k = q % co
         r = q // co
         z = r % ow
         r = r // ow
         y = r % oh
         b = r // oh
+        if depthwise:   # input channel k // mult, filter column k % mult
+            c0 = k // fq
+            c1 = c0 + 1
+            o = k - c0 * fq
+        else:           # every input channel, filter column k
+            c0 = 0
+            c1 = c
+            o = k
         acc = zero
         for i in range(kh):
             iy = y * sh + i * dh - ph
@@ -68,15 +79,15 @@ def _conv2d(x, f, out, sh, sw, dh, dw, ph, pw, zero):
                 ix = z * sw + j * dw - pw
                 if ix < 0 or ix >= w:
                     continue
-                for ch in range(c):
+                for ch in range(c0, c1):
                     acc += x[b, iy, ix, ch] * f[i, j, ch, o]
-        out[b, y, z, o] = acc
+        out[b, y, z, k] = acc
 
 
 @cuda.jit
-def _conv2d_input_grad(f, g, dx, sh, sw, dh, dw, ph, pw, zero):
+def _conv2d_input_grad(f, g, dx, sh, sw, dh, dw, ph, pw, zero, depthwise):
     n, h, w, c = dx.shape
-    kh, kw, co = f.shape[0], f.shape[1], f.shape[3]
+    kh, kw, fq = f.shape[0], f.shape[1], f.shape[3]
     oh, ow = g.shape[1], g.shape[2]
     for q in range(cuda.grid(1), n * h * w * c, cuda.gridsize(1)):
         ch = q % c
@@ -85,6 +96,7 @@ def _conv2d_input_grad(f, g, dx, sh, sw, dh, dw, ph, pw, zero):
         r = r // w
         iy = r % h
         b = r // h
+        base = ch * fq if depthwise else 0   # g's channel of filter column o: base + o
         acc = zero
         for i in range(kh):
             ty = iy + ph - i * dh
@@ -96,29 +108,30 @@ def _conv2d_input_grad(f, g, dx, sh, sw, dh, dw, ph, pw, zero):
                 if tz < 0 or tz % sw != 0 or tz // sw >= ow:
                     continue
                 z = tz // sw
-                for o in range(co):
-                    acc += g[b, y, z, o] * f[i, j, ch, o]
+                for o in range(fq):
+                    acc += g[b, y, z, base + o] * f[i, j, ch, o]
         dx[b, iy, ix, ch] = acc
 
 
 @cuda.jit
-def _conv2d_filter_grad(x, g, df, sh, sw, dh, dw, ph, pw, zero):
+def _conv2d_filter_grad(x, g, df, sh, sw, dh, dw, ph, pw, zero, depthwise):
     """One block per filter element (i, j, ch, o): its threads stride over the batch's output
     positions, then a tree reduction in shared memory (blockDim.x a power of two)."""
     sm = cuda.shared.array(_RED, np.float64)
     tid = cuda.threadIdx.x
     nt = cuda.blockDim.x
     n, h, w, c = x.shape
-    kh, kw, co = df.shape[0], df.shape[1], df.shape[3]
+    kh, kw, fq = df.shape[0], df.shape[1], df.shape[3]
     oh, ow = g.shape[1], g.shape[2]
     m = n * oh * ow
-    for e in range(cuda.blockIdx.x, kh * kw * c * co, cuda.gridDim.x):
-        o = e % co
-        r = e // co
+    for e in range(cuda.blockIdx.x, kh * kw * c * fq, cuda.gridDim.x):
+        o = e % fq
+        r = e // fq
         ch = r % c
         r = r // c
         j = r % kw
         i = r // kw
+        go = ch * fq + o if depthwise else o   # g's channel of this filter column
         acc = zero
         for p in range(tid, m, nt):
             z = p % ow
@@ -128,7 +141,7 @@ def _conv2d_filter_grad(x, g, df, sh, sw, dh, dw, ph, pw, zero):
             iy = y * sh + i * dh - ph
             ix = z * sw + j * dw - pw
             if iy >= 0 and iy < h and ix >= 0 and ix < w:
-                acc += x[b, iy, ix, ch] * g[b, y, z, o]
+                acc += x[b, iy, ix, ch] * g[b, y, z, go]
         sm[tid] = acc
         cuda.syncthreads()
         half = nt // 2
@@ -139,100 +152,6 @@ def _conv2d_filter_grad(x, g, df, sh, sw, dh, dw, ph, pw, zero):
             half = half // 2
         if tid == 0:
             df[i, j, ch, o] = sm[0]
-        cuda.syncthreads()
-
-
-@cuda.jit
-def _depthwise(x, f, out, sh, sw, dh, dw, ph, pw, zero):
-    n, h, w, c = x.shape
-    kh, kw, mult = f.shape[0], f.shape[1], f.shape[3]
-    oh, ow, cm = out.shape[1], out.shape[2], out.shape[3]
-    for q in range(cuda.grid(1), n * oh * ow * cm, cuda.gridsize(1)):
-        k = q % cm
-        r = q // cm
-        z = r % ow
-        r = r // ow
-        y = r % oh
-        b = r // oh
-        ch = k // mult
-        qq = k - ch * mult
-        acc = zero
-        for i in range(kh):
-            iy = y * sh + i * dh - ph
-            if iy < 0 or iy >= h:
-                continue
-            for j in range(kw):
-                ix = z * sw + j * dw - pw
-                if ix < 0 or ix >= w:
-                    continue
-                acc += x[b, iy, ix, ch] * f[i, j, ch, qq]
-        out[b, y, z, k] = acc
-
-
-@cuda.jit
-def _depthwise_input_grad(f, g, dx, sh, sw, dh, dw, ph, pw, zero):
-    n, h, w, c = dx.shape
-    kh, kw, mult = f.shape[0], f.shape[1], f.shape[3]
-    oh, ow = g.shape[1], g.shape[2]
-    for q in range(cuda.grid(1), n * h * w * c, cuda.gridsize(1)):
-        ch = q % c
-        r = q // c
-        ix = r % w
-        r = r // w
-        iy = r % h
-        b = r // h
-        acc = zero
-        for i in range(kh):
-            ty = iy + ph - i * dh
-            if ty < 0 or ty % sh != 0 or ty // sh >= oh:
-                continue
-            y = ty // sh
-            for j in range(kw):
-                tz = ix + pw - j * dw
-                if tz < 0 or tz % sw != 0 or tz // sw >= ow:
-                    continue
-                z = tz // sw
-                for qq in range(mult):
-                    acc += g[b, y, z, ch * mult + qq] * f[i, j, ch, qq]
-        dx[b, iy, ix, ch] = acc
-
-
-@cuda.jit
-def _depthwise_filter_grad(x, g, df, sh, sw, dh, dw, ph, pw, zero):
-    sm = cuda.shared.array(_RED, np.float64)
-    tid = cuda.threadIdx.x
-    nt = cuda.blockDim.x
-    n, h, w, c = x.shape
-    kh, kw, mult = df.shape[0], df.shape[1], df.shape[3]
-    oh, ow = g.shape[1], g.shape[2]
-    m = n * oh * ow
-    for e in range(cuda.blockIdx.x, kh * kw * c * mult, cuda.gridDim.x):
-        qq = e % mult
-        r = e // mult
-        ch = r % c
-        r = r // c
-        j = r % kw
-        i = r // kw
-        acc = zero
-        for p in range(tid, m, nt):
-            z = p % ow
-            r2 = p // ow
-            y = r2 % oh
-            b = r2 // oh
-            iy = y * sh + i * dh - ph
-            ix = z * sw + j * dw - pw
-            if iy >= 0 and iy < h and ix >= 0 and ix < w:
-                acc += x[b, iy, ix, ch] * g[b, y, z, ch * mult + qq]
-        sm[tid] = acc
-        cuda.syncthreads()
-        half = nt // 2
-        while half > 0:
-            if tid < half:
-                sm[tid] = sm[tid] + sm[tid + half]
-            cuda.syncthreads()
-            half = half // 2
-        if tid == 0:
-            df[i, j, ch, qq] = sm[0]
         cuda.syncthreads()
 
 
@@ -362,7 +281,8 @@ def _reduce_block(rt) -> int:
     return t
 
 
-def _conv(kernel, rt, lhs, rhs, out, x_shape, f_shape, o_shape, params) -> None:
+def _conv(kernel, rt, lhs, rhs, out, x_shape, f_shape, o_shape, params,
+          depthwise: bool = False) -> None:
     # conv2d's routines take the EXPLICIT padding before the first row and column after the
     # five window parameters (nnlib.conv2d); the depthwise ones do not
     sh, sw, dh, dw, same = params[:5]
@@ -376,11 +296,12 @@ def _conv(kernel, rt, lhs, rhs, out, x_shape, f_shape, o_shape, params) -> None:
     total = int(np.prod(out.shape))
     if total == 0:
         return
-    if kernel in (_conv2d_filter_grad, _depthwise_filter_grad):
+    if kernel is _conv2d_filter_grad:
         kernel[rt.blocks(total), _reduce_block(rt), rt.stream](
-            lhs, rhs, out, sh, sw, dh, dw, ph, pw, zero)
+            lhs, rhs, out, sh, sw, dh, dw, ph, pw, zero, depthwise)
     else:
-        kernel[rt.grid(total), rt.block, rt.stream](lhs, rhs, out, sh, sw, dh, dw, ph, pw, zero)
+        kernel[rt.grid(total), rt.block, rt.stream](lhs, rhs, out, sh, sw, dh, dw, ph, pw, zero,
+                                                    depthwise)
 
 
 def _pool_pads(x_shape, o_shape, params) -> tuple:
@@ -403,13 +324,13 @@ def call(fn: str, rt, args: list, outs: list, params: tuple) -> None:
         _conv(_conv2d_filter_grad, rt, x, g, out, x.shape, out.shape, g.shape, params)
     elif fn == "depthwise_conv2d":
         x, f = args
-        _conv(_depthwise, rt, x, f, out, x.shape, f.shape, out.shape, params)
+        _conv(_conv2d, rt, x, f, out, x.shape, f.shape, out.shape, params, True)
     elif fn == "depthwise_input_grad":
         f, g = args
-        _conv(_depthwise_input_grad, rt, f, g, out, out.shape, f.shape, g.shape, params)
+        _conv(_conv2d_input_grad, rt, f, g, out, out.shape, f.shape, g.shape, params, True)
     elif fn == "depthwise_filter_grad":
         x, g = args
-        _conv(_depthwise_filter_grad, rt, x, g, out, x.shape, out.shape, g.shape, params)
+        _conv(_conv2d_filter_grad, rt, x, g, out, x.shape, out.shape, g.shape, params, True)
     else:
         kh, kw, sh, sw, _ = params
         ninf = out.dtype.type(-np.inf)
