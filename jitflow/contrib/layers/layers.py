@@ -81,6 +81,18 @@ def _finish(outputs, normalizer_fn, normalizer_params, activation_fn):
     return outputs
 
 
+def _apply(layer: _core.Layer, x, sc, variables_collections, outputs_collections,
+           normalizer_fn, normalizer_params, activation_fn):
+    """A weights layer's common end: build and apply it, file its weights and biases in
+    `variables_collections`, normalize, activate, and collect the output under the scope."""
+    out = _build(layer, x)
+    _add_to_collections(layer.kernel, variables_collections, "weights")
+    if layer.bias is not None:
+        _add_to_collections(layer.bias, variables_collections, "biases")
+    out = _finish(out, normalizer_fn, normalizer_params, activation_fn)
+    return collect_named_outputs(outputs_collections, sc.name, out)
+
+
 def _use_bias(normalizer_fn, biases_initializer) -> bool:
     return normalizer_fn is None and biases_initializer is not None
 
@@ -139,12 +151,8 @@ def fully_connected(inputs, num_outputs: int, activation_fn=tf.nn.relu, normaliz
                             kernel_regularizer=weights_regularizer,
                             bias_regularizer=biases_regularizer, trainable=trainable,
                             dtype=x.dtype.base_dtype)
-        out = _build(layer, x)
-        _add_to_collections(layer.kernel, variables_collections, "weights")
-        if layer.bias is not None:
-            _add_to_collections(layer.bias, variables_collections, "biases")
-        out = _finish(out, normalizer_fn, normalizer_params, activation_fn)
-        return collect_named_outputs(outputs_collections, sc.name, out)
+        return _apply(layer, x, sc, variables_collections, outputs_collections, normalizer_fn,
+                      normalizer_params, activation_fn)
 
 
 # `linear`, `relu`, ...: fully_connected with another activation (TF 1.15's partials)
@@ -192,12 +200,8 @@ def convolution(inputs, num_outputs: int, kernel_size, stride=1, padding: str = 
                             kernel_regularizer=weights_regularizer,
                             bias_regularizer=biases_regularizer, trainable=trainable,
                             dtype=x.dtype.base_dtype)
-        out = _build(layer, x)
-        _add_to_collections(layer.kernel, variables_collections, "weights")
-        if layer.bias is not None:
-            _add_to_collections(layer.bias, variables_collections, "biases")
-        out = _finish(out, normalizer_fn, normalizer_params, activation_fn)
-        return collect_named_outputs(outputs_collections, sc.name, out)
+        return _apply(layer, x, sc, variables_collections, outputs_collections, normalizer_fn,
+                      normalizer_params, activation_fn)
 
 
 def _fixed_rank(conv_dims: int, name: str) -> Callable:
@@ -245,12 +249,8 @@ def convolution2d_transpose(inputs, num_outputs: int, kernel_size, stride=1,
                                       kernel_regularizer=weights_regularizer,
                                       bias_regularizer=biases_regularizer, trainable=trainable,
                                       dtype=x.dtype.base_dtype)
-        out = _build(layer, x)
-        _add_to_collections(layer.kernel, variables_collections, "weights")
-        if layer.bias is not None:
-            _add_to_collections(layer.bias, variables_collections, "biases")
-        out = _finish(out, normalizer_fn, normalizer_params, activation_fn)
-        return collect_named_outputs(outputs_collections, sc.name, out)
+        return _apply(layer, x, sc, variables_collections, outputs_collections, normalizer_fn,
+                      normalizer_params, activation_fn)
 
 
 conv2d_transpose = convolution2d_transpose
