@@ -660,7 +660,7 @@ class _Gen:
 
 
     def while_loop(self, dt: str) -> None:
-        """`v = body(v)` while `i < n`, n = min(k, floor(|sum(a)| * scale)): the trip count
+        """`v = body(v)` while `i < n`, n = min(k, floor(|sum(a)| * scale + 0.37)): the trip count
         depends on the fed values (and the batch size); the body reads `a` too (a captured
         tensor, so gradients reach it through the loop)."""
         a = self.operand(dt)
@@ -905,7 +905,9 @@ def _build_while(tfm, n: Node, a):
     p = n.params
     dt = a.dtype
     c = tfm.constant(p["c"], dtype=dt)
-    count = tfm.cast(tfm.floor(tfm.abs(tfm.reduce_sum(a)) * p["scale"]), tfm.int32)
+    # + 0.37: sums that are whole numbers by construction (a softmax's rows add up to 1) would
+    # put the floor on a rounding boundary, where one ulp decides the trip count
+    count = tfm.cast(tfm.floor(tfm.abs(tfm.reduce_sum(a)) * p["scale"] + 0.37), tfm.int32)
     limit = tfm.minimum(count, p["k"])
 
     def body(i, v):
